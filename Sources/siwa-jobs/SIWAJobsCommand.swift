@@ -1,0 +1,6 @@
+@main
+struct SIWAJobsCommand {
+    static func main() async {
+        print("siwa-jobs")
+    }
+}
