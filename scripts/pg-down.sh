@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Stops the throwaway cluster started by scripts/pg-up.sh (DIR defaults to /tmp/siwa-pg).
+set -euo pipefail
+dir=${1:-${SIWA_PG_DIR:-/tmp/siwa-pg}}
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+run_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ -f "$dir/data/PG_VERSION" ] && run_pg "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true

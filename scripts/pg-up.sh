@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Starts a throwaway PostgreSQL 15 cluster for tests, the demo and benchmarks, and prints the
+# environment to use it. PostgreSQL refuses to run as root, so the cluster runs as 'postgres'.
+#
+#   eval "$(scripts/pg-up.sh [DIR] [PORT])"     # exports PGHOST, PGPORT, PGUSER, PGDATABASE
+#
+# DIR defaults to /tmp/siwa-pg, PORT to 54329. Re-running reuses a running cluster.
+set -euo pipefail
+dir=${1:-${SIWA_PG_DIR:-/tmp/siwa-pg}}
+port=${2:-${SIWA_PG_PORT:-54329}}
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+[ -n "$bin" ] || { echo "pg-up: PostgreSQL server binaries not found; run scripts/install-deps.sh" >&2; exit 69; }
+run_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+mkdir -p "$dir"
+[ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
+if [ ! -f "$dir/data/PG_VERSION" ]; then
+  run_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-locale >/dev/null
+  cat >> "$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir'
+max_connections = 200
+shared_buffers = 512MB
+fsync = on
+synchronous_commit = on
+wal_level = minimal
+max_wal_senders = 0
+checkpoint_timeout = 15min
+max_wal_size = 4GB
+log_min_messages = warning
+CONF
+fi
+if ! run_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+  run_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+fi
+for i in $(seq 1 50); do
+  "$bin/pg_isready" -h "$dir" -p "$port" -q && break
+  sleep 0.2
+done
+psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_database WHERE datname='siwa'" | grep -q 1 \
+  || psql -h "$dir" -p "$port" -U postgres -d postgres -qc "CREATE DATABASE siwa" >/dev/null
+echo "export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=siwa"
