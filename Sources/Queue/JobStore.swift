@@ -1,0 +1,49 @@
+import Foundation
+
+/// What `--drain` needs to know to decide whether to keep going.
+public struct QueueBacklog: Sendable, Equatable {
+    /// Items of running jobs that are available and due now.
+    public var dueNow: Int
+    /// Items leased by any worker (in flight elsewhere, or held by a dead worker until rescued).
+    public var running: Int
+    /// The earliest future `run_at` of an available item (a scheduled retry), if any.
+    public var nextRunAt: Date?
+
+    public init(dueNow: Int, running: Int, nextRunAt: Date?) {
+        self.dueNow = dueNow
+        self.running = running
+        self.nextRunAt = nextRunAt
+    }
+}
+
+/// What a rescue pass did.
+public struct RescueReport: Sendable, Equatable {
+    public var retried: Int
+    public var discarded: Int
+    public init(retried: Int, discarded: Int) {
+        self.retried = retried
+        self.discarded = discarded
+    }
+}
+
+/// The durable queue, as the worker uses it. `PostgresJobStore` is the real one.
+public protocol JobStore: Sendable {
+    /// Leases up to `limit` due items of running jobs of the given kinds for `leaseSeconds` seconds
+    /// (`FOR UPDATE SKIP LOCKED`), incrementing each item's attempt.
+    func claim(owner: String, kinds: [String], limit: Int, leaseSeconds: Double) async throws -> [ClaimedItem]
+    /// Jobs by id (for specs and kinds).
+    func jobs(ids: [Int64]) async throws -> [JobRecord]
+    /// Writes completions of one kind in one statement, touching only items `owner` still leases at
+    /// the claimed attempt. Returns how many were written.
+    func complete(_ completions: [Completion], owner: String, effectSQL: String?) async throws -> Int
+    /// Extends the leases `owner` holds on `itemIDs`. Returns how many were extended.
+    func extendLeases(owner: String, itemIDs: [Int64], leaseSeconds: Double) async throws -> Int
+    /// Expired leases back to available (or discarded when out of attempts, with a result row).
+    func rescueExpired(limit: Int) async throws -> RescueReport
+    /// Pauses a running job with a reason that says what to check. Returns false if it was not running.
+    func pauseJob(id: Int64, reason: String) async throws -> Bool
+    /// Marks running jobs with no unfinished items as completed. Returns their ids.
+    func completeFinishedJobs() async throws -> [Int64]
+    /// Due, leased and scheduled work of running jobs of the given kinds.
+    func backlog(kinds: [String]) async throws -> QueueBacklog
+}

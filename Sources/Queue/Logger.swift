@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+
+/// Structured logger: a constant message plus dotted lower-case keys (`job.id`, `http.status`).
+/// Writes JSON lines to stderr when stderr is not a terminal, readable lines when it is.
+/// Never pass secrets as values: use fingerprints.
+public struct Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable {
+        case debug = 0, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        var name: String { ["debug", "info", "warning", "error"][rawValue] }
+    }
+
+    public let label: String
+    public let minimum: Level
+    private let json: Bool
+    private let sink: LogSink
+
+    /// - Parameters:
+    ///   - minimum: least severe level written. Default `.info`.
+    ///   - json: JSON lines if true; `nil` picks JSON when stderr is not a TTY.
+    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: LogSink = .standardError) {
+        self.label = label
+        self.minimum = minimum
+        self.json = json ?? (isatty(STDERR_FILENO) == 0)
+        self.sink = sink
+    }
+
+    public func debug(_ message: StaticString, _ fields: [String: String] = [:]) { log(.debug, message, fields) }
+    public func info(_ message: StaticString, _ fields: [String: String] = [:]) { log(.info, message, fields) }
+    public func warning(_ message: StaticString, _ fields: [String: String] = [:]) { log(.warning, message, fields) }
+    public func error(_ message: StaticString, _ fields: [String: String] = [:]) { log(.error, message, fields) }
+
+    public func log(_ level: Level, _ message: StaticString, _ fields: [String: String]) {
+        guard level >= minimum else { return }
+        let text = "\(message)"
+        let line: String
+        if json {
+            var object: [String: String] = fields
+            object["level"] = level.name
+            object["msg"] = text
+            object["logger"] = label
+            object["ts"] = Logger.timestamp()
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            line = String(decoding: data, as: UTF8.self)
+        } else {
+            let kv = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            line = "\(Logger.timestamp()) \(level.name.uppercased()) [\(label)] \(text)\(kv.isEmpty ? "" : " " + kv)"
+        }
+        sink.write(line)
+    }
+
+    static func timestamp() -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date())
+    }
+}
+
+/// Where log lines go: stderr, or memory (tests).
+public final class LogSink: Sendable {
+    private let lines = Mutex<[String]>([])
+    private let toStandardError: Bool
+
+    public static let standardError = LogSink(toStandardError: true)
+
+    public init(toStandardError: Bool = false) {
+        self.toStandardError = toStandardError
+    }
+
+    func write(_ line: String) {
+        if toStandardError {
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        } else {
+            lines.withLock { $0.append(line) }
+        }
+    }
+
+    /// Lines captured by a memory sink.
+    public var captured: [String] { lines.withLock { $0 } }
+}

@@ -1,0 +1,117 @@
+import Postgres
+
+extension PostgresJobStore {
+    /// One statement per call: the items' new state, their result rows (at most one per item, by
+    /// key), audit rows and the kind's account effects, all only for items `owner` still leases at
+    /// the claimed attempt. A statement is atomic, so either all of an item's writes land or none.
+    public func complete(_ completions: [Completion], owner: String, effectSQL: String?) async throws -> Int {
+        guard !completions.isEmpty else { return 0 }
+        var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double] = []
+        var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
+        var appleErrors: [String?] = [], details: [String?] = [], fingerprints: [String?] = []
+        var auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
+        for c in completions {
+            ids.append(c.item.id)
+            attempts.append(c.item.attempt)
+            states.append(c.state.rawValue)
+            delays.append(c.delaySeconds)
+            uncharged.append(c.uncharged)
+            errors.append(c.lastError)
+            outcomes.append(c.result?.outcome)
+            statuses.append(c.result?.httpStatus.map(String.init))
+            appleErrors.append(c.result?.appleError)
+            details.append(c.result?.detail)
+            fingerprints.append(c.result?.tokenFingerprint)
+            auditActions.append(c.audit?.action)
+            auditDetails.append(c.audit?.detail)
+            effects.append(c.effect)
+        }
+        var sql: SQL = """
+            WITH input AS (
+                SELECT * FROM unnest(\(ids)::bigint[], \(attempts)::int[], \(states)::text[], \(delays)::float8[],
+                                     \(uncharged)::bool[], \(errors)::text[], \(outcomes)::text[], \(statuses)::int[],
+                                     \(appleErrors)::text[], \(details)::jsonb[], \(fingerprints)::text[],
+                                     \(auditActions)::text[], \(auditDetails)::jsonb[], \(effects)::jsonb[])
+                    AS u(item_id, attempt, state, delay_s, uncharged, last_error, outcome, http_status,
+                         apple_error, detail, fingerprint, audit_action, audit_detail, effect)
+            ),
+            done AS (
+                UPDATE siwa.job_items i
+                SET state = u.state,
+                    attempt = CASE WHEN u.uncharged THEN i.attempt - 1 ELSE i.attempt END,
+                    run_at = CASE WHEN u.state = 'available' THEN now() + make_interval(secs => u.delay_s) ELSE i.run_at END,
+                    lease_owner = NULL,
+                    lease_expires_at = NULL,
+                    last_error = COALESCE(u.last_error, i.last_error),
+                    finished_at = CASE WHEN u.state IN ('succeeded', 'failed', 'discarded') THEN now() END
+                FROM input u
+                WHERE i.id = u.item_id AND i.state = 'running' AND i.lease_owner = \(owner) AND i.attempt = u.attempt
+                RETURNING i.id AS item_id, i.job_id, i.account_id, u.attempt, u.state, u.outcome, u.http_status,
+                          u.apple_error, u.detail, u.fingerprint, u.audit_action, u.audit_detail, u.effect
+            ),
+            written_results AS (
+                INSERT INTO siwa.results (item_id, job_id, account_id, outcome, http_status, apple_error, detail,
+                                          token_fingerprint, attempt)
+                SELECT item_id, job_id, account_id, outcome, http_status, apple_error, COALESCE(detail, '{}'),
+                       fingerprint, attempt
+                FROM done
+                WHERE outcome IS NOT NULL AND state IN ('succeeded', 'failed', 'discarded')
+                ON CONFLICT (item_id) DO NOTHING
+            ),
+            written_audit AS (
+                INSERT INTO siwa.audit_log (actor, action, job_id, item_id, account_id, detail)
+                SELECT \(owner), audit_action, job_id, item_id, account_id, COALESCE(audit_detail, '{}')
+                FROM done
+                WHERE audit_action IS NOT NULL AND state IN ('succeeded', 'failed', 'discarded')
+            )
+            """
+        if let effectSQL {
+            sql = sql + SQL(unsafeSQL: ", applied_effects AS (\n\(effectSQL)\n)\n")
+        }
+        sql = sql + "SELECT count(*) AS n FROM done"
+        let statement = sql
+        let rows = try await pool.withConnection { conn in try await conn.query(statement) }
+        return try rows.first?.decode("n", as: Int.self) ?? 0
+    }
+
+    /// Expired leases: back to available now (the worker died, not the item), or discarded with a
+    /// result row when the attempt that was running was the last. Compare-and-set on the lease, so
+    /// an item completed meanwhile is untouched.
+    public func rescueExpired(limit: Int) async throws -> RescueReport {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                WITH expired AS MATERIALIZED (
+                    SELECT id FROM siwa.job_items
+                    WHERE state = 'running' AND lease_expires_at < now()
+                    ORDER BY lease_expires_at
+                    LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                ),
+                moved AS (
+                    UPDATE siwa.job_items i
+                    SET state = CASE WHEN i.attempt >= i.max_attempts THEN 'discarded' ELSE 'available' END,
+                        run_at = now(),
+                        lease_owner = NULL,
+                        lease_expires_at = NULL,
+                        last_error = 'lease expired: worker lost while the item was in flight',
+                        finished_at = CASE WHEN i.attempt >= i.max_attempts THEN now() END
+                    FROM expired e
+                    WHERE i.id = e.id AND i.state = 'running' AND i.lease_expires_at < now()
+                    RETURNING i.id, i.job_id, i.account_id, i.state, i.attempt
+                ),
+                written AS (
+                    INSERT INTO siwa.results (item_id, job_id, account_id, outcome, detail, attempt)
+                    SELECT id, job_id, account_id, 'discarded',
+                           '{"reason":"lease expired on the last attempt"}'::jsonb, attempt
+                    FROM moved WHERE state = 'discarded'
+                    ON CONFLICT (item_id) DO NOTHING
+                )
+                SELECT count(*) FILTER (WHERE state = 'available') AS retried,
+                       count(*) FILTER (WHERE state = 'discarded') AS discarded
+                FROM moved
+                """)
+        }
+        guard let row = rows.first else { return RescueReport(retried: 0, discarded: 0) }
+        return RescueReport(retried: try row.decode("retried"), discarded: try row.decode("discarded"))
+    }
+}

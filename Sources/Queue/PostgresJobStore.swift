@@ -1,0 +1,112 @@
+import Foundation
+import Postgres
+
+/// `JobStore` on PostgreSQL (schema `siwa`). Every statement uses bind parameters only.
+public struct PostgresJobStore: JobStore {
+    public let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    public func claim(owner: String, kinds: [String], limit: Int, leaseSeconds: Double) async throws -> [ClaimedItem] {
+        guard limit > 0 else { return [] }
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                WITH picked AS MATERIALIZED (
+                    SELECT i.id
+                    FROM siwa.job_items i
+                    WHERE i.state = 'available' AND i.run_at <= now()
+                      AND i.job_id IN (SELECT j.id FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds)))
+                    ORDER BY i.run_at, i.id
+                    LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE siwa.job_items i
+                SET state = 'running', attempt = i.attempt + 1, lease_owner = \(owner),
+                    lease_expires_at = now() + make_interval(secs => \(leaseSeconds))
+                FROM picked
+                WHERE i.id = picked.id
+                RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts
+                """)
+        }
+        return try rows.map { row in
+            ClaimedItem(
+                id: try row.decode("id"),
+                jobID: try row.decode("job_id"),
+                accountID: try row.decode("account_id", as: Int64?.self),
+                payload: try row.decode("payload", as: String?.self),
+                attempt: try row.decode("attempt"),
+                maxAttempts: try row.decode("max_attempts"))
+        }
+    }
+
+    public func jobs(ids: [Int64]) async throws -> [JobRecord] {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("SELECT id, kind, spec::text AS spec, state FROM siwa.jobs WHERE id = ANY(\(ids))")
+        }
+        return try rows.map { row in
+            JobRecord(id: try row.decode("id"), kind: try row.decode("kind"),
+                      spec: try row.decode("spec"), state: try row.decode("state"))
+        }
+    }
+
+    public func extendLeases(owner: String, itemIDs: [Int64], leaseSeconds: Double) async throws -> Int {
+        guard !itemIDs.isEmpty else { return 0 }
+        return try await pool.withConnection { conn in
+            try await conn.execute("""
+                UPDATE siwa.job_items SET lease_expires_at = now() + make_interval(secs => \(leaseSeconds))
+                WHERE id = ANY(\(itemIDs)) AND state = 'running' AND lease_owner = \(owner)
+                """)
+        }
+    }
+
+    public func pauseJob(id: Int64, reason: String) async throws -> Bool {
+        try await pool.withConnection { conn in
+            try await conn.transaction { tx in
+                let n = try await tx.execute("""
+                    UPDATE siwa.jobs SET state = 'paused', paused_reason = \(reason)
+                    WHERE id = \(id) AND state = 'running'
+                    """)
+                if n > 0 {
+                    try await tx.execute("""
+                        INSERT INTO siwa.audit_log (actor, action, job_id, detail)
+                        VALUES ('worker', 'job.paused', \(id), jsonb_build_object('reason', \(reason)::text))
+                        """)
+                }
+                return n > 0
+            }
+        }
+    }
+
+    public func completeFinishedJobs() async throws -> [Int64] {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                UPDATE siwa.jobs j SET state = 'completed', finished_at = now()
+                WHERE j.state = 'running'
+                  AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'available')
+                  AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running')
+                RETURNING j.id
+                """)
+        }
+        return try rows.map { try $0.decode("id") }
+    }
+
+    public func backlog(kinds: [String]) async throws -> QueueBacklog {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                WITH live AS (SELECT id FROM siwa.jobs WHERE state = 'running' AND kind = ANY(\(kinds)))
+                SELECT
+                  (SELECT count(*) FROM siwa.job_items WHERE state = 'available' AND run_at <= now()
+                      AND job_id IN (SELECT id FROM live)) AS due_now,
+                  (SELECT count(*) FROM siwa.job_items WHERE state = 'running'
+                      AND job_id IN (SELECT id FROM live)) AS running,
+                  (SELECT min(run_at) FROM siwa.job_items WHERE state = 'available' AND run_at > now()
+                      AND job_id IN (SELECT id FROM live)) AS next_run_at
+                """)
+        }
+        guard let row = rows.first else { return QueueBacklog(dueNow: 0, running: 0, nextRunAt: nil) }
+        return QueueBacklog(dueNow: try row.decode("due_now"), running: try row.decode("running"),
+                            nextRunAt: try row.decode("next_run_at", as: Date?.self))
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+extension Worker {
+    /// Background duties until cancelled: the jittered poll tick (a fallback for missed NOTIFY),
+    /// lease renewal for in-flight items every third of the lease, and rescue of expired leases.
+    func maintain() async {
+        let renewEvery = max(configuration.leaseSeconds / 3, 0.2)
+        var sinceRenew = 0.0
+        var sinceRescue = 0.0
+        let rescueEvery = max(configuration.leaseSeconds / 2, 0.5)
+        while !Task.isCancelled {
+            let tick = min(jitteredPoll(), renewEvery)
+            try? await Task.sleep(for: .milliseconds(Int(tick * 1000)))
+            if Task.isCancelled { return }
+            wakeup.signal()
+            sinceRenew += tick
+            sinceRescue += tick
+            if sinceRenew >= renewEvery {
+                sinceRenew = 0
+                await renewLeases()
+            }
+            if sinceRescue >= rescueEvery * (0.75 + random() / 2) {
+                sinceRescue = 0
+                await rescue()
+            }
+        }
+    }
+
+    func renewLeases() async {
+        let ids = inFlight.snapshot
+        guard !ids.isEmpty else { return }
+        do {
+            let n = try await store.extendLeases(owner: configuration.workerID, itemIDs: ids,
+                                                 leaseSeconds: configuration.leaseSeconds)
+            logger.debug("leases renewed", ["items": "\(n)"])
+        } catch {
+            logger.warning("lease renewal failed", ["error": "\(error)"])
+        }
+    }
+
+    @discardableResult
+    func rescue() async -> RescueReport {
+        do {
+            let report = try await store.rescueExpired(limit: 1000)
+            if report.retried + report.discarded > 0 {
+                logger.warning("expired leases rescued", ["retried": "\(report.retried)", "discarded": "\(report.discarded)"])
+            }
+            return report
+        } catch {
+            logger.warning("rescue failed", ["error": "\(error)"])
+            return RescueReport(retried: 0, discarded: 0)
+        }
+    }
+}

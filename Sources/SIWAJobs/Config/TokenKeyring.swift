@@ -1,0 +1,36 @@
+import SIWACrypto
+
+/// Refresh-token encryption keys (AES-256-GCM): one current key for sealing, older keys by id for
+/// opening tokens sealed before a rotation. The key id is stored beside each ciphertext.
+public struct TokenKeyring: Sendable {
+    public let current: TokenCipher
+    private let byID: [String: TokenCipher]
+
+    public init(current: TokenCipher, previous: [TokenCipher] = []) {
+        self.current = current
+        var map: [String: TokenCipher] = [:]
+        for cipher in previous { map[cipher.keyID] = cipher }
+        map[current.keyID] = current
+        self.byID = map
+    }
+
+    /// Seals with the current key. Returns the ciphertext and the key id to store beside it.
+    public func seal(_ token: String, accountAAD: String) throws -> (ciphertext: [UInt8], keyID: String) {
+        (try current.seal(token, aad: Array(accountAAD.utf8)), current.keyID)
+    }
+
+    /// Opens a ciphertext sealed under `keyID`. Throws `TokenKeyError` for an unknown key id,
+    /// `CryptoError` when the ciphertext was tampered with or the key is wrong.
+    public func open(_ ciphertext: [UInt8], keyID: String, accountAAD: String) throws -> String {
+        guard let cipher = byID[keyID] else { throw TokenKeyError(keyID: keyID) }
+        return try cipher.open(ciphertext, aad: Array(accountAAD.utf8))
+    }
+}
+
+/// A stored token was sealed under a key id this process was not given.
+public struct TokenKeyError: Error, CustomStringConvertible, Sendable {
+    public let keyID: String
+    public var description: String {
+        "refresh token sealed under key id '\(keyID)', which is not configured: add it to SIWA_TOKEN_KEYS_PREVIOUS"
+    }
+}

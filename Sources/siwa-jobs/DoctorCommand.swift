@@ -1,0 +1,101 @@
+import AppleID
+import Foundation
+import Postgres
+import SIWACrypto
+import SIWAJobs
+
+/// `siwa-jobs doctor`: checks the configuration without calling Apple and names each problem:
+/// the key (loads, P-256), team ID / key ID / client ID formats, the token encryption key, the
+/// Apple base URL, database reachability, clock skew against the database, and pending migrations.
+/// Exit 0 when all pass, 78 when any configuration check fails, 75 when only the database is unreachable.
+enum DoctorCommand {
+    static func run(_ words: [String], settings: Settings) async throws -> Int32 {
+        let args = try Arguments(words, valueFlags: [])
+        try args.noPositionals("doctor")
+        var problems = 0
+        var databaseDown = false
+        func check(_ name: String, _ body: () throws -> String) {
+            do { say("ok    \(name): \(try body())") } catch {
+                problems += 1
+                say("FAIL  \(name): \(error)")
+            }
+        }
+        check("team ID (SIWA_TEAM_ID)") { try format(settings.value("SIWA_TEAM_ID"), "SIWA_TEAM_ID", what: "team ID") }
+        check("key ID (SIWA_KEY_ID)") { try format(settings.value("SIWA_KEY_ID"), "SIWA_KEY_ID", what: "key ID") }
+        check("client ID (SIWA_CLIENT_ID)") {
+            guard let client = settings.value("SIWA_CLIENT_ID") else { throw ConfigError(message: "not set") }
+            guard !client.contains(where: \.isWhitespace) else { throw ConfigError(message: "contains whitespace") }
+            guard client != settings.value("SIWA_TEAM_ID") else {
+                throw ConfigError(message: "equals the team ID; the client ID is the App ID (bundle ID) or Services ID")
+            }
+            return client
+        }
+        var key: P256PrivateKey?
+        check(".p8 key (SIWA_KEY_FILE / SIWA_PRIVATE_KEY)") {
+            key = try settings.privateKey()
+            return "loads, EC P-256"
+        }
+        if key != nil {
+            check("client secret") {
+                let credentials = try settings.credentials()
+                let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: 300)
+                let parts = try JWS.split(minted.token)
+                guard parts.signature.count == 64,
+                      credentials.privateKey.publicKey.verifyES256(signature: parts.signature, message: parts.signingInput) else {
+                    throw ConfigError(message: "a minted secret does not verify against the key's own public key")
+                }
+                return "mints ES256 with a 64-byte R||S signature (fingerprint \(Fingerprint.of(minted.token)))"
+            }
+        }
+        check("token encryption key (SIWA_TOKEN_KEY_FILE / SIWA_TOKEN_KEY)") {
+            let ring = try settings.keyring()
+            let probe = try ring.seal("probe", accountAAD: "0")
+            _ = try ring.open(probe.ciphertext, keyID: probe.keyID, accountAAD: "0")
+            return "AES-256-GCM, key id \(ring.current.keyID)"
+        }
+        check("Apple base URL (SIWA_APPLE_BASE_URL)") {
+            let url = settings.appleBaseURL
+            guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme), parsed.host != nil else {
+                throw ConfigError(message: "'\(url)' is not an http(s) URL")
+            }
+            let loopback = ["127.0.0.1", "localhost", "::1"].contains(parsed.host ?? "")
+            guard scheme == "https" || loopback else {
+                throw ConfigError(message: "'\(url)' is plain http to a non-loopback host")
+            }
+            return url + (loopback ? " (local sandbox)" : "")
+        }
+        do {
+            let connection = try await PostgresConnection.connect(settings.postgres)
+            defer { connection.close() }
+            say("ok    database: \(settings.postgres.redactedDescription)")
+            let rows = try await connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now")
+            let dbNow: Double = try rows.first?.decode("now") ?? 0
+            let skew = Date().timeIntervalSince1970 - dbNow
+            if abs(skew) > 30 {
+                problems += 1
+                say(String(format: "FAIL  clock: local clock differs from the database by %.1f s; client secrets use iat/exp, fix NTP", skew))
+            } else {
+                say(String(format: "ok    clock: skew against the database %.3f s", skew))
+            }
+            let pending = try await Migrator().pending(on: connection)
+            if pending.isEmpty { say("ok    migrations: all applied") } else {
+                problems += 1
+                say("FAIL  migrations: not applied: \(pending.joined(separator: ", ")) (run 'siwa-jobs migrate')")
+            }
+        } catch let error as DatabaseError {
+            databaseDown = true
+            say("FAIL  database: \(settings.postgres.redactedDescription): \(error)")
+        }
+        if problems > 0 { return 78 }
+        return databaseDown ? 75 : 0
+    }
+
+    /// Team IDs and key IDs are 10 characters of A-Z and 0-9.
+    static func format(_ value: String?, _ name: String, what: String) throws -> String {
+        guard let value else { throw ConfigError(message: "not set") }
+        guard value.count == 10, value.allSatisfy({ ($0.isASCII && $0.isUppercase) || $0.isASCII && $0.isNumber }) else {
+            throw ConfigError(message: "'\(value)' is not a \(what): expected 10 characters A-Z and 0-9")
+        }
+        return value
+    }
+}

@@ -1,0 +1,52 @@
+import AppleID
+import Sandbox
+import Foundation
+import SIWACrypto
+
+/// `siwa-jobs keygen --out FILE` writes a new P-256 PKCS#8 key (a `.p8` stand-in for the sandbox
+/// and demos; production keys come from the Apple developer portal). `keygen --token-key` prints a
+/// new 32-byte token encryption key as hex.
+enum KeygenCommand {
+    static func run(_ words: [String]) throws -> Int32 {
+        let args = try Arguments(words, valueFlags: ["out"], switchFlags: ["token-key", "force"])
+        try args.noPositionals("keygen")
+        if args.flag("token-key") {
+            say(SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined())
+            return 0
+        }
+        guard let path = args.string("out") else { throw UsageError(message: "keygen: --out FILE or --token-key is required") }
+        if FileManager.default.fileExists(atPath: path) && !args.flag("force") {
+            throw UsageError(message: "keygen: '\(path)' exists; pass --force to overwrite")
+        }
+        let key = try P256PrivateKey.generate()
+        guard FileManager.default.createFile(atPath: path, contents: Data(key.pkcs8PEM.utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw ConfigError(message: "keygen: cannot write '\(path)'")
+        }
+        say("wrote \(path) (P-256, PKCS#8); public key:")
+        say(key.publicKey.spkiPEM)
+        return 0
+    }
+}
+
+/// `siwa-jobs client-secret --team-id T --key-id K --key-file F --client-id C [--lifetime-seconds S]`:
+/// prints a client secret for debugging with curl. The secret is the only thing on stdout.
+enum ClientSecretCommand {
+    static func run(_ words: [String], settings: Settings) throws -> Int32 {
+        let args = try Arguments(words, valueFlags: ["team-id", "key-id", "key-file", "client-id", "lifetime-seconds"])
+        try args.noPositionals("client-secret")
+        let credentials = try settings.credentials(arguments: args)
+        let lifetime = try args.seconds("lifetime-seconds", in: 1...15_777_000) ?? 3600
+        let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: lifetime)
+        say(minted.token)
+        FileHandle.standardError.write(Data("client secret for \(credentials.clientID) (team \(credentials.teamID), kid \(credentials.keyID)) expires \(minted.expiresAt)\n".utf8))
+        return 0
+    }
+}
+
+/// `siwa-jobs sandbox [flags]`: the local stand-in for appleid.apple.com.
+enum SandboxCommand {
+    static func run(_ words: [String]) async -> Int32 {
+        await SandboxMain.run(arguments: words)
+    }
+}
