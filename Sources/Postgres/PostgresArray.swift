@@ -1,0 +1,184 @@
+import Foundation
+
+/// An element type whose Swift arrays are sent as one PostgreSQL value: a one-dimensional array
+/// literal such as `{"a","b",NULL}` (https://www.postgresql.org/docs/15/arrays.html#ARRAYS-IO),
+/// except `[UInt8]`, which is sent as `bytea` in hex format (`\x0102ff`).
+public protocol PostgresArrayElementEncodable: Sendable {
+    static func postgresText(forArray elements: [Self]) -> String
+}
+
+extension PostgresArrayElementEncodable where Self: PostgresEncodable {
+    public static func postgresText(forArray elements: [Self]) -> String {
+        PostgresArrayLiteral.encode(elements.map(\.postgresText))
+    }
+}
+
+extension Array: PostgresEncodable where Element: PostgresArrayElementEncodable {
+    public var postgresText: String? { Element.postgresText(forArray: self) }
+}
+
+extension String: PostgresArrayElementEncodable {}
+extension Int: PostgresArrayElementEncodable {}
+extension Int64: PostgresArrayElementEncodable {}
+extension Int32: PostgresArrayElementEncodable {}
+extension Int16: PostgresArrayElementEncodable {}
+extension Double: PostgresArrayElementEncodable {}
+extension Bool: PostgresArrayElementEncodable {}
+extension Date: PostgresArrayElementEncodable {}
+extension UUID: PostgresArrayElementEncodable {}
+extension Optional: PostgresArrayElementEncodable where Wrapped: PostgresArrayElementEncodable & PostgresEncodable {}
+
+extension UInt8: PostgresArrayElementEncodable {
+    /// `[UInt8]` is `bytea`: `\x` followed by two lower-case hex digits per byte.
+    public static func postgresText(forArray elements: [UInt8]) -> String {
+        PostgresBytea.encode(elements)
+    }
+}
+
+/// Writes and reads one-dimensional PostgreSQL array literals.
+enum PostgresArrayLiteral {
+    /// `{e1,e2,...}`; an element is double-quoted (with `"` and `\` backslash-escaped) when it is
+    /// empty, spells NULL, or contains a delimiter, brace, quote, backslash or whitespace.
+    static func encode(_ elements: [String?]) -> String {
+        var output: [UInt8] = [UInt8(ascii: "{")]
+        output.reserveCapacity(2 + elements.count * 8)
+        for (index, element) in elements.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            guard let element else {
+                output.append(contentsOf: "NULL".utf8)
+                continue
+            }
+            if needsQuotes(element) {
+                output.append(UInt8(ascii: "\""))
+                for byte in element.utf8 {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { output.append(UInt8(ascii: "\\")) }
+                    output.append(byte)
+                }
+                output.append(UInt8(ascii: "\""))
+            } else {
+                output.append(contentsOf: element.utf8)
+            }
+        }
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func needsQuotes(_ element: String) -> Bool {
+        if element.isEmpty { return true }
+        if element.utf8.count == 4, element.lowercased() == "null" { return true }
+        for byte in element.utf8 {
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: ","), UInt8(ascii: "\""),
+                 UInt8(ascii: "\\"), UInt8(ascii: " "), 0x09...0x0D:
+                return true
+            default:
+                continue
+            }
+        }
+        return false
+    }
+
+    /// Parses array output such as `{a,"b c",NULL}` (optionally prefixed by bounds like
+    /// `[0:1]=`) into its elements; nil elements are SQL NULLs. Only one dimension is supported.
+    static func decode(_ text: String) throws(DatabaseError) -> [String?] {
+        var bytes = Array(text.utf8)[...]
+        if bytes.first == UInt8(ascii: "[") {
+            guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else { throw malformed() }
+            bytes = bytes[(equals + 1)...]
+        }
+        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { throw malformed() }
+        bytes = bytes.dropFirst().dropLast()
+        if bytes.allSatisfy(isSpace) { return [] }
+        var elements: [String?] = []
+        var current: [UInt8] = []
+        var quoted = false, inQuotes = false, escaping = false, afterQuote = false
+        for byte in bytes {
+            if escaping {
+                current.append(byte)
+                escaping = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaping = true
+            } else if inQuotes {
+                if byte == UInt8(ascii: "\"") { inQuotes = false; afterQuote = true } else { current.append(byte) }
+            } else if byte == UInt8(ascii: "\"") {
+                guard !afterQuote, current.allSatisfy(isSpace) else { throw malformed() }
+                current.removeAll(keepingCapacity: true)
+                quoted = true
+                inQuotes = true
+            } else if byte == UInt8(ascii: ",") {
+                elements.append(finish(current, quoted: quoted))
+                current.removeAll(keepingCapacity: true)
+                quoted = false
+                afterQuote = false
+            } else if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "}") {
+                throw DatabaseError.decoding("multi-dimensional arrays are not supported")
+            } else if afterQuote {
+                guard isSpace(byte) else { throw malformed() }
+            } else {
+                current.append(byte)
+            }
+        }
+        guard !inQuotes, !escaping else { throw malformed() }
+        elements.append(finish(current, quoted: quoted))
+        return elements
+    }
+
+    private static func finish(_ bytes: [UInt8], quoted: Bool) -> String? {
+        if quoted { return String(decoding: bytes, as: UTF8.self) }
+        var slice = bytes[...]
+        while let first = slice.first, isSpace(first) { slice = slice.dropFirst() }
+        while let last = slice.last, isSpace(last) { slice = slice.dropLast() }
+        let value = String(decoding: slice, as: UTF8.self)
+        return value.count == 4 && value.lowercased() == "null" ? nil : value
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || (0x09...0x0D).contains(byte)
+    }
+
+    private static func malformed() -> DatabaseError {
+        DatabaseError.decoding("malformed array literal")
+    }
+}
+
+/// `bytea` in hex format (https://www.postgresql.org/docs/15/datatype-binary.html).
+enum PostgresBytea {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+        output.reserveCapacity(2 + bytes.count * 2)
+        for byte in bytes {
+            output.append(hexDigits[Int(byte >> 4)])
+            output.append(hexDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) throws(DatabaseError) -> [UInt8] {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
+            throw DatabaseError.decoding("bytea is not in hex format (set bytea_output = 'hex')")
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count - 2) / 2)
+        var index = 2
+        while index < bytes.count {
+            guard let high = nibble(bytes[index]), let low = nibble(bytes[index + 1]) else {
+                throw DatabaseError.decoding("bytea contains a non-hex digit")
+            }
+            output.append(high << 4 | low)
+            index += 2
+        }
+        return output
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

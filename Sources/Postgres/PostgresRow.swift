@@ -1,0 +1,81 @@
+/// One result row, values in PostgreSQL's text format.
+///
+///     let id: Int64 = try row.decode("id")
+///     let email: String? = try row.decode("email", as: String?.self)   // NULL -> nil
+///     let note = try row.decode("note", as: String?.self)
+///
+/// Decoding as `T` throws a `.decoding` error naming the column when the value is NULL;
+/// decoding as `T?` (pass `as: T?.self` or assign to an optional) returns nil for NULL.
+/// Error messages name the column but never contain the value.
+public struct PostgresRow: Sendable {
+    /// Column names in result order.
+    public let columns: [String]
+    let values: [String?]
+    let lookup: ColumnLookup
+
+    init(columns: [String], values: [String?], lookup: ColumnLookup) {
+        self.columns = columns
+        self.values = values
+        self.lookup = lookup
+    }
+
+    /// Raw text of `column`; nil for NULL or an unknown column.
+    public subscript(column: String) -> String? {
+        guard let index = lookup.index(of: column) else { return nil }
+        return values[index]
+    }
+
+    /// True when `column` is NULL (or does not exist).
+    public func isNull(_ column: String) -> Bool {
+        self[column] == nil
+    }
+
+    /// The value of `column` as `T`. Throws `.decoding` naming the column if it is NULL, missing,
+    /// or not convertible.
+    public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(DatabaseError) -> T {
+        guard let text = try rawValue(column) else {
+            throw .decoding("column \"\(column)\" is NULL; decode it as \(T.self)? to accept NULL")
+        }
+        return try convert(text, column: column)
+    }
+
+    /// The value of `column` as `T?`: nil for NULL. Throws `.decoding` naming the column if the
+    /// column is missing or not convertible.
+    public func decode<T: PostgresDecodable>(_ column: String, as type: T?.Type = T?.self) throws(DatabaseError) -> T? {
+        guard let text = try rawValue(column) else { return nil }
+        return try convert(text, column: column)
+    }
+
+    private func rawValue(_ column: String) throws(DatabaseError) -> String? {
+        guard let index = lookup.index(of: column) else {
+            throw .decoding("no column named \"\(column)\" in the result")
+        }
+        return values[index]
+    }
+
+    private func convert<T: PostgresDecodable>(_ text: String, column: String) throws(DatabaseError) -> T {
+        do {
+            return try T(postgresText: text)
+        } catch {
+            throw .decoding("column \"\(column)\" as \(T.self): \(error.message)")
+        }
+    }
+}
+
+/// Column name to position for one result, shared by all of its rows. The first of duplicate
+/// names wins.
+final class ColumnLookup: Sendable {
+    private let positions: [String: Int]
+
+    init(columns: [String]) {
+        var positions: [String: Int] = [:]
+        for (index, name) in columns.enumerated() where positions[name] == nil {
+            positions[name] = index
+        }
+        self.positions = positions
+    }
+
+    func index(of column: String) -> Int? {
+        positions[column]
+    }
+}
