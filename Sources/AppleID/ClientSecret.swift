@@ -1,0 +1,57 @@
+import Foundation
+import SIWACrypto
+
+/// The `client_secret` JWT Apple requires on every call (Apple "Creating a client secret";
+/// JWS per RFC 7515, ES256 per RFC 7518 §3.4).
+///
+/// Header `{"alg":"ES256","kid":keyID}`; claims `{"iss":teamID,"iat","exp",
+/// "aud":"https://appleid.apple.com","sub":clientID}`; signature raw 64-byte R‖S.
+public struct ClientSecret: Sendable {
+    /// Apple's audience claim.
+    public static let audience = "https://appleid.apple.com"
+    /// Longest lifetime Apple accepts, in seconds (`exp` at most 15 777 000 s after now).
+    public static let maximumLifetime: TimeInterval = 15_777_000
+    /// Shortest lifetime this code will mint, in seconds.
+    public static let minimumLifetime: TimeInterval = 60
+    /// `iat` is back-dated by this many seconds so small clock skew does not make the secret
+    /// look issued in the future (Apple rejects those with `invalid_client`).
+    public static let issuedAtBackdate: TimeInterval = 5
+
+    /// Mints a signed client secret.
+    /// - Parameters:
+    ///   - now: current time; `iat = floor(now) - 5`, `exp = floor(now) + lifetime`.
+    ///   - lifetime: seconds, clamped to 60...15 777 000.
+    /// - Returns: the compact JWS and its expiry (`exp`).
+    /// - Throws: `AppleConfigurationError` (field `lifetime`) for a non-finite lifetime;
+    ///   `CryptoError` if signing fails.
+    public static func mint(credentials: AppleCredentials, now: Date, lifetime: TimeInterval = 3600) throws -> (token: String, expiresAt: Date) {
+        guard lifetime.isFinite else {
+            throw AppleConfigurationError(field: "lifetime", message: "client secret lifetime must be a finite number of seconds")
+        }
+        let clamped = min(max(lifetime, minimumLifetime), maximumLifetime)
+        let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        let claims = Claims(
+            iss: credentials.teamID,
+            iat: nowSeconds - Int64(issuedAtBackdate),
+            exp: nowSeconds + Int64(clamped),
+            aud: audience,
+            sub: credentials.clientID
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let header = try encoder.encode(Header(alg: "ES256", kid: credentials.keyID))
+        let payload = try encoder.encode(claims)
+        let token = try JWS.es256(headerJSON: Array(header), payloadJSON: Array(payload), key: credentials.privateKey)
+        return (token, Date(timeIntervalSince1970: TimeInterval(claims.exp)))
+    }
+
+    struct Header: Codable { let alg: String; let kid: String }
+
+    struct Claims: Codable {
+        let iss: String
+        let iat: Int64
+        let exp: Int64
+        let aud: String
+        let sub: String
+    }
+}
