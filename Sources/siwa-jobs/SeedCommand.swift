@@ -29,7 +29,7 @@ enum SeedCommand {
             SIWAJobsCommand.fail("accounts with these ids already exist for this team and client: seed a fresh database or pass --prefix")
             return 1
         }
-        let admin = SandboxAdmin(baseURL: sandbox)
+        let admin = SandboxAdminClient(baseURL: sandbox)
         try await admin.registerTeam(teamID: credentials.teamID, keyID: credentials.keyID,
                                      publicKeyPEM: credentials.privateKey.publicKey.spkiPEM, clientIDs: [credentials.clientID])
         try await admin.registerRefreshTokens(report.tokens, teamID: credentials.teamID, clientID: credentials.clientID)

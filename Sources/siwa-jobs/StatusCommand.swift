@@ -38,7 +38,7 @@ enum StatusCommand {
         guard let sandbox = args.string("sandbox"), let row = rows.last else { return 0 }
         let team = try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args)
         let client = try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args)
-        let truth = try await SandboxAdmin(baseURL: sandbox).truth(teamID: team, clientID: client)
+        let truth = try await SandboxAdminClient(baseURL: sandbox).truth(teamID: team, clientID: client)
         let valid: Int = try row.decode("valid"), invalid: Int = try row.decode("invalid")
         let terminal: Int = try row.decode("terminal"), items: Int = try row.decode("items")
         let matches = valid == truth.valid && invalid == truth.revoked && terminal == items

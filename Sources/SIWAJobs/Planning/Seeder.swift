@@ -6,7 +6,7 @@ import SIWACrypto
 public struct SeedReport: Sendable {
     public let accounts: Int
     /// Every seeded refresh token with the state the sandbox should give it.
-    public let tokens: [SandboxAdmin.SeededToken]
+    public let tokens: [SandboxAdminClient.SeededToken]
     public var revoked: Int { tokens.filter { $0.state == "revoked" }.count }
     public var valid: Int { tokens.count - revoked }
 }
@@ -38,7 +38,7 @@ public struct Seeder: Sendable {
                 """)
             return try rows.map { try $0.decode("id") }
         }
-        var tokens: [SandboxAdmin.SeededToken] = []
+        var tokens: [SandboxAdminClient.SeededToken] = []
         tokens.reserveCapacity(count)
         var chunks: [[UInt8]] = []
         var chunk: [UInt8] = []

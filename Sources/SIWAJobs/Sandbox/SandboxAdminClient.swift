@@ -3,7 +3,7 @@ import Foundation
 
 /// Client for the sandbox's admin API (`/__sandbox/...`), which is not part of Apple's surface:
 /// registering teams and refresh tokens, and reading the seeded truth and counters.
-public struct SandboxAdmin: Sendable {
+public struct SandboxAdminClient: Sendable {
     public let baseURL: String
     let transport: any HTTPTransport
 
@@ -52,6 +52,14 @@ public struct SandboxAdmin: Sendable {
         return ((object["valid"] as? Int) ?? -1, (object["revoked"] as? Int) ?? -1)
     }
 
+    /// Makes the next `count` Apple-endpoint requests fail as `kind` (`429`, `500`, `503`, `html`,
+    /// `reset`, `stall`, `truncated`, `invalid_client`); `retryAfter` in seconds for 429.
+    public func scriptFault(_ kind: String, count: Int, retryAfter: Int? = nil) async throws {
+        var body: [String: Any] = ["kind": kind, "next": count]
+        if let retryAfter { body["retry_after"] = retryAfter }
+        _ = try await post("/__sandbox/faults", body)
+    }
+
     /// The sandbox's counters, as JSON.
     public func stats() async throws -> [String: Any] {
         try await get("/__sandbox/stats")
@@ -73,10 +81,10 @@ public struct SandboxAdmin: Sendable {
         do {
             response = try await transport.send(request)
         } catch {
-            throw SandboxAdminError(message: "sandbox at \(baseURL) unreachable: \(error)")
+            throw SandboxAdminClientError(message: "sandbox at \(baseURL) unreachable: \(error)")
         }
         guard (200..<300).contains(response.status) else {
-            throw SandboxAdminError(message: "sandbox \(request.method) \(request.url) answered \(response.status): "
+            throw SandboxAdminClientError(message: "sandbox \(request.method) \(request.url) answered \(response.status): "
                 + String(decoding: response.body.prefix(300), as: UTF8.self))
         }
         guard !response.body.isEmpty else { return [:] }
@@ -84,7 +92,7 @@ public struct SandboxAdmin: Sendable {
     }
 }
 
-public struct SandboxAdminError: Error, CustomStringConvertible, Sendable {
+public struct SandboxAdminClientError: Error, CustomStringConvertible, Sendable {
     public let message: String
     public var description: String { message }
 }

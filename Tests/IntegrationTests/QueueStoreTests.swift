@@ -1,0 +1,72 @@
+import Foundation
+import Postgres
+import Queue
+import Testing
+@testable import SIWAJobs
+
+@Suite struct QueueStoreTests {
+    @Test func expiredLeaseIsRescuedAndLateCompletionIsRefused() async throws {
+        let db = try await TestDatabase.create()
+        defer { Task { await db.drop() } }
+        let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 10, createdBy: "test")
+        let store = PostgresJobStore(pool: db.pool)
+        let claimed = try await store.claim(owner: "dead-worker", kinds: ["noop"], limit: 100, leaseSeconds: 1)
+        #expect(claimed.count == 10)
+        #expect(try await store.rescueExpired(limit: 100) == RescueReport(retried: 0, discarded: 0))
+        try await Task.sleep(for: .milliseconds(1500))   // let the 1 s lease lapse (not a timing assertion)
+        #expect(try await store.rescueExpired(limit: 100) == RescueReport(retried: 10, discarded: 0))
+        let late = claimed.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: "ok")) }
+        #expect(try await store.complete(late, owner: "dead-worker", effectSQL: nil) == 0)
+        let again = try await store.claim(owner: "live-worker", kinds: ["noop"], limit: 100, leaseSeconds: 30)
+        #expect(again.count == 10 && again.allSatisfy { $0.attempt == 2 })
+        let done = again.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: "ok")) }
+        #expect(try await store.complete(done, owner: "live-worker", effectSQL: nil) == 10)
+        let results: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
+        #expect(results == 10)
+    }
+
+    @Test func lastAttemptLeaseExpiryDiscardsWithOneResult() async throws {
+        let db = try await TestDatabase.create()
+        defer { Task { await db.drop() } }
+        _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 2, createdBy: "test")
+        try await db.pool.withConnection { conn in try await conn.execute("UPDATE siwa.job_items SET max_attempts = 1") }
+        let store = PostgresJobStore(pool: db.pool)
+        _ = try await store.claim(owner: "dead", kinds: ["noop"], limit: 10, leaseSeconds: 1)
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(try await store.rescueExpired(limit: 10) == RescueReport(retried: 0, discarded: 2))
+        let discarded: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE outcome = 'discarded'")
+        #expect(discarded == 2)
+    }
+
+    @Test func retryIsScheduledNoEarlierThanItsDelay() async throws {
+        let db = try await TestDatabase.create()
+        defer { Task { await db.drop() } }
+        _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
+        let store = PostgresJobStore(pool: db.pool)
+        let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 10, leaseSeconds: 30)
+        let retry = Completion(item: claimed[0], kind: "noop", state: .available, delaySeconds: 42, lastError: "429")
+        #expect(try await store.complete([retry], owner: "w", effectSQL: nil) == 1)
+        let wait: Double = try await db.scalar("SELECT extract(epoch FROM run_at - now())::float8 FROM siwa.job_items")
+        #expect(wait > 41 && wait <= 42)
+        #expect(try await store.claim(owner: "w", kinds: ["noop"], limit: 10, leaseSeconds: 30).isEmpty)
+        let backlog = try await store.backlog(kinds: ["noop"])
+        #expect(backlog.dueNow == 0 && backlog.running == 0 && backlog.nextRunAt != nil)
+    }
+
+    @Test func aSecondResultForAnItemIsImpossible() async throws {
+        let db = try await TestDatabase.create()
+        defer { Task { await db.drop() } }
+        let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
+        let store = PostgresJobStore(pool: db.pool)
+        let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 1, leaseSeconds: 30)
+        _ = try await store.complete([Completion(item: claimed[0], kind: "noop", state: .succeeded, result: ResultRecord(outcome: "ok"))],
+                                     owner: "w", effectSQL: nil)
+        await #expect(throws: DatabaseError.self) {
+            try await db.pool.withConnection { conn in
+                try await conn.execute("""
+                    INSERT INTO siwa.results (item_id, job_id, outcome, attempt) VALUES (\(claimed[0].id), \(job.jobID), 'again', 1)
+                    """)
+            }
+        }
+    }
+}

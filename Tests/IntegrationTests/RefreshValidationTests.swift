@@ -1,0 +1,135 @@
+import Foundation
+import Postgres
+import Sandbox
+import Testing
+@testable import SIWAJobs
+
+/// Refresh-token validation end to end: real PostgreSQL, the sandbox over real HTTP, real worker processes.
+@Suite(.serialized) struct RefreshValidationTests {
+    /// valid/invalid counts of a job, from the job_progress view.
+    func counts(_ world: SIWAWorld, job: Int64) async throws -> (valid: Int, invalid: Int, terminal: Int, items: Int) {
+        let rows = try await world.database.pool.withConnection { conn in
+            try await conn.query("SELECT valid, invalid, terminal, items FROM siwa.job_progress WHERE job_id = \(job)")
+        }
+        let r = try #require(rows.first)
+        return (try r.decode("valid"), try r.decode("invalid"), try r.decode("terminal"), try r.decode("items"))
+    }
+
+    @Test func twoWorkersMatchTheSandboxTruthExactly() async throws {
+        var world = try await SIWAWorld.create()
+        try await world.seed(accounts: 3000, revokedFraction: 0.03)
+        let job = try await world.enqueue()
+        #expect(job.items == 3000)
+        let args = ["work", "--drain", "--concurrency", "64"]
+        let a = try BinaryProcess(args, environment: world.environment)
+        let b = try BinaryProcess(args, environment: world.environment)
+        let (sa, sb) = (await a.wait(), await b.wait())
+        #expect(sa == 0, "A: \(a.stderr.suffix(1500))")
+        #expect(sb == 0, "B: \(b.stderr.suffix(1500))")
+        let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
+        let c = try await counts(world, job: job.jobID)
+        #expect(c.terminal == 3000 && c.items == 3000)
+        #expect(c.valid == truth.valid && c.invalid == truth.revoked && truth.revoked == 90)
+        let invalidAccounts: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.accounts WHERE token_status = 'invalid'")
+        let checked: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.accounts WHERE token_checked_at IS NOT NULL")
+        #expect(invalidAccounts == truth.revoked && checked == 3000)
+        // Planning again the same day finds nothing due: at most one validation per account per day.
+        let again = try await world.enqueue()
+        #expect(again.items == 0)
+        await world.tearDown()
+    }
+
+    @Test func killMinusNineThenRerunLosesAndDuplicatesNothing() async throws {
+        var world = try await SIWAWorld.create(latency: .fixed(20))
+        try await world.seed(accounts: 3000, revokedFraction: 0.03)
+        let job = try await world.enqueue()
+        let first = try BinaryProcess(["work", "--drain", "--concurrency", "32", "--lease-seconds", "3"], environment: world.environment)
+        while try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) < 300 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        first.signal(SIGKILL)
+        _ = await first.wait()
+        let running: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'")
+        #expect(running > 0, "the kill should leave leased items behind")
+        let rerun = try await BinaryProcess.run(["work", "--drain", "--concurrency", "64"], environment: world.environment)
+        #expect(rerun.status == 0, "\(rerun.stderr.suffix(1500))")
+        let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
+        let c = try await counts(world, job: job.jobID)
+        let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
+        #expect(results == 3000 && c.terminal == 3000)
+        #expect(c.valid == truth.valid && c.invalid == truth.revoked)
+        await world.tearDown()
+    }
+
+    @Test func invalidClientPausesTheJobAfterFewCalls() async throws {
+        var world = try await SIWAWorld.create(registerKey: false)   // Apple does not know this team's key
+        try await world.seed(accounts: 2000, revokedFraction: 0)
+        let job = try await world.enqueue()
+        let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "16"], environment: world.environment)
+        #expect(run.status == 78)
+        #expect(run.stdout.contains("job \(job.jobID) paused"))
+        #expect(run.stdout.contains("check the team ID, the key ID (kid)"))
+        let state: String = try await world.database.scalar("SELECT state FROM siwa.jobs WHERE id = \(job.jobID)")
+        #expect(state == "paused")
+        let calls = world.sandbox.model.stats().requests["/auth/token"] ?? 0
+        #expect(calls > 0 && calls <= 16 + 500, "calls made: \(calls)")
+        #expect(calls < 2000)
+        let untouched: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'available' AND attempt = 0
+            """)
+        #expect(untouched == 2000)
+        let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results")
+        #expect(results == 0)
+        await world.tearDown()
+    }
+
+    @Test func sigtermLetsInFlightItemsFinish() async throws {
+        var world = try await SIWAWorld.create(latency: .fixed(300))
+        try await world.seed(accounts: 400, revokedFraction: 0)
+        let job = try await world.enqueue()
+        let worker = try BinaryProcess(["work", "--concurrency", "16", "--grace-seconds", "20"], environment: world.environment)
+        while try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'", as: Int.self) < 16 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        worker.signal(SIGTERM)
+        let status = await worker.wait()
+        #expect(status == 0, "\(worker.stderr.suffix(1500))")
+        let running: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'")
+        #expect(running == 0)
+        let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
+        #expect(results >= 16, "in-flight items finished and were written")
+        let line = worker.stdout.split(separator: "\n").first { $0.hasPrefix("worker:") } ?? ""
+        #expect(line.contains("succeeded=\(results) ") && line.contains("released=0"), "\(line)")
+        let chargedButOpen: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'available' AND attempt <> 0
+            """)
+        #expect(chargedButOpen == 0)
+        await world.tearDown()
+    }
+
+    @Test func retryAfterIsHonouredAndHTMLOrTruncatedBodiesAreRetried() async throws {
+        var world = try await SIWAWorld.create()
+        try await world.seed(accounts: 200, revokedFraction: 0.05)
+        let job = try await world.enqueue()
+        let admin = SandboxAdminClient(baseURL: world.sandbox.baseURL)
+        try await admin.scriptFault("429", count: 20, retryAfter: 2)
+        try await admin.scriptFault("html", count: 10)
+        try await admin.scriptFault("truncated", count: 10)
+        let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "8"], environment: world.environment)
+        #expect(run.status == 0, "\(run.stderr.suffix(1500))")
+        let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
+        let c = try await counts(world, job: job.jobID)
+        #expect(c.terminal == 200 && c.valid == truth.valid && c.invalid == truth.revoked)
+        let faults = world.sandbox.model.stats().faults
+        #expect(faults["429"] == 20 && faults["html"] == 10 && faults["truncated"] == 10)
+        let retried: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE attempt > 1")
+        #expect(retried >= 40)
+        // A retry after a 429 with Retry-After: 2 is never scheduled sooner than 2 s after the job began.
+        let early: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.job_items i JOIN siwa.jobs j ON j.id = i.job_id
+            WHERE i.attempt > 1 AND i.last_error LIKE '%429%' AND i.run_at < j.created_at + interval '2 seconds'
+            """)
+        #expect(early == 0)
+        await world.tearDown()
+    }
+}

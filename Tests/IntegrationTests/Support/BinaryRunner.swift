@@ -1,0 +1,66 @@
+import Foundation
+
+/// Runs the built `siwa-jobs` binary as a real subprocess, capturing stdout and stderr.
+final class BinaryProcess: @unchecked Sendable {   // Process is used from one test task at a time
+    let process = Process()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let output = OutputBuffer()
+
+    /// The binary next to the test bundle (`.build/debug`), or `SIWA_JOBS_BIN`.
+    static var binaryPath: String {
+        if let override = ProcessInfo.processInfo.environment["SIWA_JOBS_BIN"] { return override }
+        let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = runner.deletingLastPathComponent()
+        while dir.path != "/" {
+            let candidate = dir.appendingPathComponent("siwa-jobs").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return ".build/debug/siwa-jobs"
+    }
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: Self.binaryPath)
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        process.standardInput = FileHandle.nullDevice
+        let buffer = output
+        stdoutPipe.fileHandleForReading.readabilityHandler = { h in buffer.append(stdout: h.availableData) }
+        stderrPipe.fileHandleForReading.readabilityHandler = { h in buffer.append(stderr: h.availableData) }
+        try process.run()
+    }
+
+    /// Runs to completion and returns (exit status, stdout, stderr).
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let p = try BinaryProcess(arguments, environment: environment)
+        let status = await p.wait()
+        return (status, p.stdout, p.stderr)
+    }
+
+    func wait() async -> Int32 {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        stdoutPipe.fileHandleForReading.readabilityHandler = nil
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+        output.append(stdout: stdoutPipe.fileHandleForReading.readDataToEndOfFile())
+        output.append(stderr: stderrPipe.fileHandleForReading.readDataToEndOfFile())
+        return process.terminationStatus
+    }
+
+    func signal(_ signo: Int32) { kill(process.processIdentifier, signo) }
+
+    var stdout: String { output.stdout }
+    var stderr: String { output.stderr }
+}
+
+final class OutputBuffer: @unchecked Sendable {   // guarded by lock
+    private let lock = NSLock()
+    private var out = Data()
+    private var err = Data()
+    func append(stdout data: Data) { lock.lock(); out.append(data); lock.unlock() }
+    func append(stderr data: Data) { lock.lock(); err.append(data); lock.unlock() }
+    var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
+    var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+}

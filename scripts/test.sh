@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, starts a throwaway PostgreSQL, builds with no
+# warnings allowed, then `swift test` (unit tests and integration tests against real
+# PostgreSQL and the sandbox over real HTTP).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+eval "$(scripts/pg-up.sh "${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}" "${SIWA_TEST_PG_PORT:-54331}")"
+export PGHOST PGPORT PGUSER PGDATABASE
+unset DATABASE_URL
+
+echo "== build (warnings are errors)"
+log=$(mktemp)
+swift build --build-tests 2>&1 | tee "$log" | grep -E "error|warning:|Compiling|Build" | grep -v "^\[" || true
+if grep -E "warning:" "$log" | grep -v "^warning: 'main'" | grep -q .; then
+  echo "build produced warnings:" >&2
+  grep -E "warning:" "$log" >&2
+  exit 1
+fi
+grep -q "error:" "$log" && { echo "build failed" >&2; exit 1; }
+
+echo "== tests"
+swift test --skip-build --parallel 2>&1 | tee "$log.test" | grep -vE "^\[[0-9]+/[0-9]+\]" 
+status=${PIPESTATUS[0]}
+exit "$status"
