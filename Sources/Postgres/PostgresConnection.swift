@@ -89,7 +89,11 @@ public final class PostgresConnection: @unchecked Sendable {
         guard !isBroken, let handle else { return false }
         let socket = PQsocket(handle)
         guard socket >= 0 else { return false }
-        if clibpq_wait_socket(socket, 0, 0) > 0 {
+        // A terminated backend sends an ErrorResponse, then EOF; one PQconsumeInput may read only
+        // the message, so keep reading while the socket stays readable (EOF marks it bad).
+        var reads = 0
+        while reads < 8, clibpq_wait_socket(socket, 0, 0) > 0 {
+            reads += 1
             if PQconsumeInput(handle) == 0 || PQstatus(handle) == CONNECTION_BAD {
                 brokenFlag.store(true, ordering: .releasing)
                 return false
