@@ -76,10 +76,13 @@ import Testing
         await pool.close()
     }
 
-    /// Three `pg_sleep(1)` calls at once must not occupy the cooperative pool (2 threads here):
-    /// a task ticking every 10 ms keeps running meanwhile.
+    /// Concurrent `pg_sleep(1)` calls on twice as many connections as the cooperative pool has
+    /// threads must not occupy that pool: a task ticking every 10 ms keeps running meanwhile.
+    /// (If libpq blocked cooperative threads, every one of them would be stuck for ~2 s.)
     @Test func blockingLibpqCallsDoNotStarveTheCooperativePool() async throws {
-        let connections = try await [TestDatabase.connect(), TestDatabase.connect(), TestDatabase.connect()]
+        let sleeperCount = 2 * max(2, ProcessInfo.processInfo.activeProcessorCount)
+        var connections: [PostgresConnection] = []
+        for _ in 0..<sleeperCount { connections.append(try await TestDatabase.connect()) }
         defer { connections.forEach { $0.close() } }
         let ticks = TickCounter()
         let ticker = Task {
