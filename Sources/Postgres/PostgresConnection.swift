@@ -103,6 +103,13 @@ public final class PostgresConnection: @unchecked Sendable {
         return PQstatus(handle) == CONNECTION_OK
     }
 
+    /// True if the connection is healthy and not inside a transaction block (so it can go back
+    /// to a pool). Same calling rule as ``probeIdleConnection()``.
+    func isReusable() -> Bool {
+        guard !isBroken, let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
     /// Blocking connect; call only off the cooperative pool. Installs a notice processor that
     /// drops NOTICE/WARNING messages.
     static func openHandle(_ configuration: PostgresConfiguration) -> Result<OpaquePointer, DatabaseError> {

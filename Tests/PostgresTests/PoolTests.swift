@@ -56,6 +56,21 @@ import Testing
         await pool.close()
     }
 
+    @Test func connectionLeftInATransactionIsNotReused() async throws {
+        let pool = PostgresPool(configuration: TestDatabase.configuration(), size: 1)
+        let leaked = try await pool.withConnection { connection in
+            try await connection.simpleQuery(unsafeSQL: "BEGIN")
+            return connection.backendPID
+        }
+        let rows = try await pool.query("SELECT pg_backend_pid() AS pid")
+        #expect(try rows[0].decode("pid", as: Int32.self) != leaked)
+        let inserted = try await pool.transaction { connection in
+            try await connection.execute("SELECT 1 FROM generate_series(1, 3)")
+        }
+        #expect(inserted == 3)
+        await pool.close()
+    }
+
     @Test func closedPoolRefusesCheckouts() async throws {
         let pool = PostgresPool(configuration: TestDatabase.configuration(), size: 2)
         try await pool.withConnection { try await $0.query("SELECT 1") }

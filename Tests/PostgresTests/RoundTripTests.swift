@@ -51,6 +51,8 @@ import Testing
         #expect(try row.decode("missing", as: Int?.self) == nil)
         let optionalBig: Int? = try row.decode("big")
         #expect(optionalBig == Int.max)
+        let inferredOptional: Int? = try row.decode("missing")  // picks the Optional overload: no throw
+        #expect(inferredOptional == nil)
 
         let arrays = try #require(try await connection.query("""
             SELECT \([1, -2, 3])::bigint[] AS ints, \([0.5, -1.25])::float8[] AS doubles,
