@@ -109,4 +109,18 @@ import Testing
         await #expect(throws: DatabaseError.self) { try await connection.query("SELECT \("a\u{0}b")") }
         #expect(try await connection.query("SELECT 2 AS two")[0].decode("two", as: Int.self) == 2)
     }
+
+    @Test func closedConnectionFailsWithAConnectionError() async throws {
+        let connection = try await TestDatabase.connect()
+        #expect(!connection.isBroken)
+        connection.close()
+        connection.close()
+        #expect(connection.isBroken)
+        do {
+            try await connection.query("SELECT 1")
+            Issue.record("expected a connection error")
+        } catch {
+            #expect(error.kind == .connection && error.isConnectionLoss)
+        }
+    }
 }

@@ -62,4 +62,17 @@ import Testing
         }
         #expect(count == 1)
     }
+
+    @Test func unreachableServerRetriesQuietlyUntilStopped() async throws {
+        let configuration = PostgresConfiguration(conninfo: "host=127.0.0.1 port=1", connectTimeoutSeconds: 2)
+        let listener = PostgresListener(configuration: configuration, channels: ["jobs"])
+        let stopper = Task {
+            try await Task.sleep(for: .milliseconds(400))
+            listener.stop()
+        }
+        var delivered = 0
+        for await _ in listener.notifications() { delivered += 1 }
+        _ = try? await stopper.value
+        #expect(delivered == 0)
+    }
 }
