@@ -53,6 +53,11 @@ public struct PostgresConfiguration: Sendable {
         var pairs: [(String, String)] = []
         if connectTimeoutSeconds > 0 { pairs.append(("connect_timeout", String(connectTimeoutSeconds))) }
         if !applicationName.isEmpty { pairs.append(("application_name", applicationName)) }
+        // TCP keepalives so a silently vanished server is noticed in about a minute (ignored on
+        // Unix-domain sockets); conninfo may override each.
+        pairs.append(("keepalives_idle", "30"))
+        pairs.append(("keepalives_interval", "10"))
+        pairs.append(("keepalives_count", "3"))
         pairs.append(("dbname", conninfo))
         return pairs
     }

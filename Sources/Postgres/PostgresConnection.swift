@@ -89,7 +89,11 @@ public final class PostgresConnection: @unchecked Sendable {
         guard !isBroken, let handle else { return false }
         let socket = PQsocket(handle)
         guard socket >= 0 else { return false }
-        if clibpq_wait_socket(socket, 0, 0) > 0 {
+        // A terminated backend sends an ErrorResponse, then EOF; one PQconsumeInput may read only
+        // the message, so keep reading while the socket stays readable (EOF marks it bad).
+        var reads = 0
+        while reads < 8, clibpq_wait_socket(socket, 0, 0) > 0 {
+            reads += 1
             if PQconsumeInput(handle) == 0 || PQstatus(handle) == CONNECTION_BAD {
                 brokenFlag.store(true, ordering: .releasing)
                 return false
@@ -97,6 +101,13 @@ public final class PostgresConnection: @unchecked Sendable {
             while let notification = PQnotifies(handle) { PQfreemem(notification) }
         }
         return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// True if the connection is healthy and not inside a transaction block (so it can go back
+    /// to a pool). Same calling rule as ``probeIdleConnection()``.
+    func isReusable() -> Bool {
+        guard !isBroken, let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE
     }
 
     /// Blocking connect; call only off the cooperative pool. Installs a notice processor that

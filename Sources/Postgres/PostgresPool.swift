@@ -6,7 +6,9 @@ import Synchronization
 /// On checkout an idle connection is probed without blocking; a broken one (e.g. its backend was
 /// terminated while idle) is closed and replaced by a fresh connection. A connection that breaks
 /// while in use fails that caller's statement with an error whose `isConnectionLoss` is true and
-/// is replaced on the next checkout. Waiting callers are not cancellable.
+/// is replaced on the next checkout. A connection returned inside an open transaction block (e.g. a
+/// manual `BEGIN` without `COMMIT`) is closed rather than reused. Waiting callers are not
+/// cancellable.
 public final class PostgresPool: Sendable {
     public let configuration: PostgresConfiguration
     /// Maximum number of open connections.
@@ -50,6 +52,7 @@ public final class PostgresPool: Sendable {
     /// Checks out a connection for the duration of `body`, then returns it to the pool (or
     /// closes it if it broke). Throws `.connection` if the pool is closed or a new connection
     /// cannot be opened, and rethrows whatever `body` throws.
+    @discardableResult
     public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await checkout()
         do {
@@ -60,6 +63,23 @@ public final class PostgresPool: Sendable {
             checkin(connection)
             throw error
         }
+    }
+
+    /// `withConnection { try await $0.transaction(body) }`.
+    public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await withConnection { connection in try await connection.transaction(body) }
+    }
+
+    /// One statement on any pooled connection; see ``PostgresConnection/query(_:)``.
+    @discardableResult
+    public func query(_ sql: SQL) async throws -> [PostgresRow] {
+        try await withConnection { connection in try await connection.query(sql) }
+    }
+
+    /// One statement on any pooled connection; see ``PostgresConnection/execute(_:)``.
+    @discardableResult
+    public func execute(_ sql: SQL) async throws -> Int {
+        try await withConnection { connection in try await connection.execute(sql) }
     }
 
     /// Closes idle connections now and in-use ones when they are returned; fails waiting and
@@ -111,7 +131,7 @@ public final class PostgresPool: Sendable {
     }
 
     private func checkin(_ connection: PostgresConnection) {
-        if connection.isBroken {
+        if !connection.isReusable() {  // broken, or left inside a transaction block
             connection.close()
             releaseSlot()
             return

@@ -117,6 +117,12 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
             sql.appendRawBind(value.postgresText)
         }
 
+        /// A bind parameter (`$n`); nil binds SQL NULL. (An explicit Optional overload, so the
+        /// compiler does not warn about interpolating optionals.)
+        public mutating func appendInterpolation<T: PostgresEncodable>(_ value: T?) {
+            sql.appendRawBind(value?.postgresText ?? nil)
+        }
+
         /// Trusted SQL text, verbatim.
         public mutating func appendInterpolation(unsafeSQL fragment: String) {
             sql.text += fragment

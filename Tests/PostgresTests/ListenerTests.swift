@@ -1,0 +1,78 @@
+import Foundation
+import Postgres
+import Testing
+
+@Suite struct ListenerTests {
+    /// LISTEN established -> NOTIFY delivered -> backend terminated -> listener reconnects
+    /// (synthetic "" notification) -> NOTIFY delivered again.
+    @Test func deliversNotificationsAndSurvivesBackendTermination() async throws {
+        let channel = TestDatabase.uniqueName("Chan")
+        let appName = TestDatabase.uniqueName("siwa-listener-test")
+        let listener = PostgresListener(configuration: TestDatabase.configuration(applicationName: appName),
+                                        channels: [channel, "other_channel"])
+        let notifier = try await TestDatabase.connect()
+        defer { notifier.close() }
+        // Watchdog: if anything hangs, stopping finishes the stream and the test fails below.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(20))
+            listener.stop()
+        }
+        defer { watchdog.cancel() }
+
+        var step = 0
+        var received: [String] = []
+        for await notification in listener.notifications() {
+            switch (step, notification.channel) {
+            case (0, ""):
+                try await notifier.query("SELECT pg_notify(\(channel), \("first"))")
+                step = 1
+            case (1, channel):
+                received.append(notification.payload)
+                #expect(notification.pid == notifier.backendPID)
+                #expect(try await TestDatabase.terminate(applicationName: appName) == 1)
+                step = 2
+            case (2, ""):
+                try await notifier.query("SELECT pg_notify(\(channel), \("second, with 'quotes' & ünï"))")
+                step = 3
+            case (3, channel):
+                received.append(notification.payload)
+                step = 4
+            default:
+                Issue.record("unexpected notification at step \(step): channel \(notification.channel)")
+            }
+            if step == 4 { break }
+        }
+        listener.stop()
+        #expect(step == 4)
+        #expect(received == ["first", "second, with 'quotes' & ünï"])
+    }
+
+    @Test func stopFinishesTheStream() async throws {
+        let listener = PostgresListener(configuration: TestDatabase.configuration(), channels: ["unused"])
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(20))
+            listener.stop()
+        }
+        defer { watchdog.cancel() }
+        var count = 0
+        for await notification in listener.notifications() {
+            count += 1
+            #expect(notification.channel == "")
+            listener.stop()
+        }
+        #expect(count == 1)
+    }
+
+    @Test func unreachableServerRetriesQuietlyUntilStopped() async throws {
+        let configuration = PostgresConfiguration(conninfo: "host=127.0.0.1 port=1", connectTimeoutSeconds: 2)
+        let listener = PostgresListener(configuration: configuration, channels: ["jobs"])
+        let stopper = Task {
+            try await Task.sleep(for: .milliseconds(400))
+            listener.stop()
+        }
+        var delivered = 0
+        for await _ in listener.notifications() { delivered += 1 }
+        _ = try? await stopper.value
+        #expect(delivered == 0)
+    }
+}
