@@ -21,7 +21,7 @@ final class CurlEngine: @unchecked Sendable {
     private let idCounter = Atomic<Int>(0)
     private let exited = DispatchSemaphore(value: 0)
     let caBundlePath: String?
-    private let maxIdleHandles = 1024
+    private let maxIdleHandles = 128
     // Loop-thread state.
     private var active: [Int: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
@@ -75,6 +75,13 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func run() {
+        // All socket I/O happens on this thread: block SIGPIPE here so a peer closing a TLS
+        // connection yields EPIPE instead of killing the process (CURLOPT_NOSIGNAL leaves
+        // SIGPIPE to the application). The mask is per-thread; the rest of the process is untouched.
+        var pipeOnly = sigset_t()
+        sigemptyset(&pipeOnly)
+        sigaddset(&pipeOnly, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
         var running: Int32 = 0
         while true {
             let (submissions, cancellations, stopping) = inbox.withLock { inbox in

@@ -1,6 +1,7 @@
 /// One HTTP request as the Apple client sends it. `timeoutSeconds` bounds the whole transfer
-/// (connect + send + receive), in seconds.
-public struct HTTPRequest: Sendable {
+/// (connect + send + receive), in seconds. `description` shows method, URL and body size only:
+/// bodies carry client secrets and tokens, and headers may carry a Bearer token.
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable {
     public var method: String
     public var url: String
     public var headers: [(String, String)]
@@ -19,10 +20,14 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
+
+    public var description: String { "\(method) \(url) (\(body.count) body bytes)" }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
 
-/// One HTTP response: status, headers in arrival order, and the raw body.
-public struct HTTPResponse: Sendable {
+/// One HTTP response: status, headers in arrival order, and the raw body. `description` shows
+/// the status and body size only (success bodies carry tokens).
+public struct HTTPResponse: Sendable, CustomStringConvertible, CustomReflectable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: [UInt8]
@@ -37,6 +42,9 @@ public struct HTTPResponse: Sendable {
     public func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
+
+    public var description: String { "HTTP \(status) (\(body.count) body bytes)" }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
 
 /// The request never produced an HTTP response. `message` names the failure (e.g. the curl
