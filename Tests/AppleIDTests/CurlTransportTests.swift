@@ -126,6 +126,47 @@ import Testing
         #expect(try await transport.send(HTTPRequest(url: server.url("/echo"))).status == 200)
     }
 
+    @Test func cancellationStormResumesEveryCallerOnce() async throws {
+        let server = try EchoServer()
+        defer { server.stop() }
+        let transport = CurlTransport()
+        defer { transport.shutdown() }
+        // Half the requests hang (/slow), half complete (/echo); cancel them all mid-flight.
+        let tasks = (0..<300).map { i in
+            Task { () -> TransportError.Kind? in
+                do throws(TransportError) {
+                    _ = try await transport.send(HTTPRequest(method: "POST", url: server.url(i % 2 == 0 ? "/slow" : "/echo"), body: [1], timeoutSeconds: 60))
+                    return nil
+                } catch {
+                    return error.kind
+                }
+            }
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        for task in tasks { task.cancel() }
+        var outcomes: [TransportError.Kind?] = []
+        for task in tasks { outcomes.append(await task.value) }
+        let slow = stride(from: 0, to: 300, by: 2).map { outcomes[$0] }
+        #expect(slow.allSatisfy { $0 == .cancelled })
+        #expect(outcomes.allSatisfy { $0 == nil || $0 == .cancelled })
+        #expect(try await transport.send(HTTPRequest(url: server.url("/echo"))).status == 200)
+    }
+
+    @Test func shutdownFailsInFlightAndLaterRequests() async throws {
+        let server = try EchoServer()
+        defer { server.stop() }
+        let transport = CurlTransport()
+        let pending = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeoutSeconds: 60)) }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        transport.shutdown()
+        do {
+            _ = try await pending.value
+            Issue.record("in-flight request survived shutdown")
+        } catch let error as TransportError {
+            #expect(error.message == "transport shut down")
+        }
+    }
+
     @Test func shutdownFailsLaterRequests() async throws {
         let transport = CurlTransport()
         transport.shutdown()
