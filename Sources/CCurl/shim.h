@@ -14,4 +14,14 @@ static inline CURLcode ccurl_easy_setopt_writefn(CURL *h, CURLoption o, ccurl_wr
 static inline CURLcode ccurl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ccurl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+/* COPYPOSTFIELDS needs the size set first; an empty body still needs a valid pointer. */
+static inline CURLcode ccurl_easy_set_body(CURL *h, const void *data, long size) {
+    CURLcode rc = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, size);
+    if (rc != CURLE_OK) return rc;
+    return curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, size > 0 ? (const char *)data : "");
+}
+/* CURLMsg.data is a union: read it in C. */
+static inline int ccurl_msg_is_done(const CURLMsg *m) { return m->msg == CURLMSG_DONE; }
+static inline CURLcode ccurl_msg_result(const CURLMsg *m) { return m->data.result; }
+static inline long ccurl_global_all(void) { return CURL_GLOBAL_ALL; }
 #endif

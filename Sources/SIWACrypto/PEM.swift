@@ -16,11 +16,21 @@ enum PEM {
 
     /// Accepts: surrounding whitespace and quotes; CRLF or CR line endings; literal two-character
     /// `\n` / `\r` sequences (as left by env vars and JSON strings); the base64 body wrapped at
-    /// any width or on a single line; BEGIN/END markers on the same line as the body.
+    /// any width or on a single line; BEGIN/END markers on the same line as the body; a leading
+    /// `EC PARAMETERS` block (from `openssl ecparam -genkey`).
     /// - Throws: `pem.not_pem` (no BEGIN/END markers), `pem.encrypted` (Proc-Type ENCRYPTED header),
     ///   `pem.base64` (body is not valid base64), `pem.label_mismatch` (BEGIN and END differ).
     static func parse(_ input: String) throws(CryptoError) -> PEMBlock {
-        let text = normalize(input)
+        var text = normalize(input)[...]
+        while true {
+            let (block, rest) = try parseOne(text)
+            // `openssl ecparam -genkey` emits an EC PARAMETERS block before the key: skip it.
+            guard block.label == "EC PARAMETERS", rest.contains(dashes + "BEGIN ") else { return block }
+            text = rest
+        }
+    }
+
+    private static func parseOne(_ text: Substring) throws(CryptoError) -> (PEMBlock, Substring) {
         guard let begin = text.range(of: dashes + "BEGIN ") else {
             throw CryptoError(code: "pem.not_pem", message: "no '-----BEGIN' marker found; expected a PEM key")
         }
@@ -36,6 +46,7 @@ enum PEM {
         guard String(endLabel).trimmed == label else {
             throw CryptoError(code: "pem.label_mismatch", message: "BEGIN label '\(label)' does not match END label")
         }
+        let rest = afterBegin[endLabel.endIndex...].drop { $0 == "-" }
         var base64 = ""
         for line in afterBegin[..<end.lowerBound].split(separator: "\n") {
             if line.contains(":") {
@@ -49,7 +60,7 @@ enum PEM {
         guard !base64.isEmpty, let der = Base64.decode(base64.utf8, table: Base64.standardTable), !der.isEmpty else {
             throw CryptoError(code: "pem.base64", message: "the PEM body is not valid base64")
         }
-        return PEMBlock(label: label, der: der)
+        return (PEMBlock(label: label, der: der), rest)
     }
 
     /// Encodes DER as PEM with 64-character lines and a trailing newline.

@@ -63,6 +63,15 @@ import Testing
         }
     }
 
+    @Test func skipsLeadingECParametersBlock() throws {
+        let key = try P256PrivateKey(pem: TestKeys.p256WithECParameters)
+        let signature = try key.signES256([1, 2, 3])
+        #expect(key.publicKey.verifyES256(signature: signature, message: [1, 2, 3]))
+        #expect(throws: CryptoError.self) {
+            try P256PrivateKey(pem: "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----")
+        }
+    }
+
     @Test func pkcs8PEMRoundTrips() throws {
         let key = try P256PrivateKey(pem: TestKeys.p256SEC1)
         let pem = key.pkcs8PEM

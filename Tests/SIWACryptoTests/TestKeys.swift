@@ -120,4 +120,14 @@ woYjLjeq4EaAYlR1Zt8VAwZkv7XCbvryQtC//4uGQb8=
 -----END EC PRIVATE KEY-----
 """
 
+    static let p256WithECParameters = """
+-----BEGIN EC PARAMETERS-----
+BggqhkjOPQMBBw==
+-----END EC PARAMETERS-----
+-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEIOHXdKoG28d2aeL3nTnkZ4alfxlWy6udscF7ihBmG3zhoAoGCCqGSM49
+AwEHoUQDQgAEn7QAXvGCI0r8QyOEM5Kab+EplE6xj9/QL6uUUksfOQDQQujoWIJD
+AGm7H5dqiC9ULw2kX2KWDkOnvU6eFZniwA==
+-----END EC PRIVATE KEY-----
+"""
 }

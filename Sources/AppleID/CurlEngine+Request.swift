@@ -1,0 +1,73 @@
+import CCurl
+
+extension CurlEngine {
+    /// Applies the request's URL, method, headers, body and timeout to a (reset) easy handle.
+    func configure(_ easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) -> CURLcode {
+        let request = transfer.request
+        let timeoutMS = Int(max(1, min(request.timeoutSeconds, 3600)) * 1000)
+        let userdata = Unmanaged.passUnretained(transfer).toOpaque()
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in request.headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
+        headerList = curl_slist_append(headerList, "Expect:")  // no 100-continue round trip
+        transfer.headerList = headerList
+        var steps: [CURLcode] = [
+            ccurl_easy_setopt_str(easy, CURLOPT_URL, request.url),
+            ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS),
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
+            ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
+            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList),
+            ccurl_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION, curlWriteBody),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata),
+            ccurl_easy_setopt_writefn(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata),
+        ]
+        if let caBundlePath { steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CAINFO, caBundlePath)) }
+        switch request.method.uppercased() {
+        case "GET":
+            steps.append(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+        case "POST":
+            steps.append(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1))
+            steps.append(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
+        default:
+            steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method))
+            if !request.body.isEmpty {
+                steps.append(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
+            }
+        }
+        return steps.first { $0 != CURLE_OK } ?? CURLE_OK
+    }
+
+    /// Turns a finished transfer into a response or a classified transport error.
+    func result(for transfer: CurlTransfer, code: CURLcode) -> Result<HTTPResponse, TransportError> {
+        if transfer.overflow {
+            return .failure(TransportError(kind: .other, message: "response body exceeds \(transfer.maxResponseBytes) bytes"))
+        }
+        guard code == CURLE_OK, let easy = transfer.easy else {
+            return .failure(TransportError(kind: Self.kind(of: code), message: Self.describe(code)))
+        }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return .success(HTTPResponse(status: status, headers: transfer.headers, body: transfer.body))
+    }
+
+    static func kind(of code: CURLcode) -> TransportError.Kind {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timeout
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_SSL_CONNECT_ERROR:
+            return .connectionFailed
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            return .connectionReset
+        default:
+            return .other
+        }
+    }
+
+    /// `curl error N: text`. libcurl's static strerror text never contains URLs or bodies.
+    static func describe(_ code: CURLcode) -> String {
+        let text = curl_easy_strerror(code).map { String(cString: $0) } ?? "unknown"
+        return "curl error \(code.rawValue): \(text)"
+    }
+}

@@ -1,0 +1,162 @@
+import CCurl
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Owns one CURLM handle and the single thread that drives it. Callers talk to the thread only
+/// through `inbox` (a Mutex) plus `curl_multi_wakeup`; everything else below is touched by the
+/// loop thread alone, which is why the class is `@unchecked Sendable`.
+final class CurlEngine: @unchecked Sendable {
+    private struct Inbox {
+        var submissions: [CurlTransfer] = []
+        var cancellations: [Int] = []
+        var stopping = false
+        var stopped = false
+    }
+
+    private static let globalInit: Bool = curl_global_init(ccurl_global_all()) == CURLE_OK
+
+    private let multi: UnsafeMutableRawPointer
+    private let inbox = Mutex(Inbox())
+    private let idCounter = Atomic<Int>(0)
+    private let exited = DispatchSemaphore(value: 0)
+    let caBundlePath: String?
+    private let maxIdleHandles = 128
+    // Loop-thread state.
+    private var active: [Int: CurlTransfer] = [:]
+    private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+
+    init?(maxConnectionsPerHost: Int, caBundlePath: String?) {
+        guard Self.globalInit, let multi = curl_multi_init() else { return nil }
+        self.multi = multi
+        self.caBundlePath = caBundlePath
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maxConnectionsPerHost))
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    }
+
+    func nextID() -> Int { idCounter.wrappingAdd(1, ordering: .relaxed).newValue }
+
+    func start() {
+        let thread = Thread { [self] in self.run() }
+        thread.name = "siwa-curl"
+        thread.start()
+    }
+
+    /// Queues a transfer for the loop. Returns false once the engine is shutting down.
+    func submit(_ transfer: CurlTransfer) -> Bool {
+        inbox.withLock { inbox in
+            guard !inbox.stopping else { return false }
+            inbox.submissions.append(transfer)
+            curl_multi_wakeup(multi)
+            return true
+        }
+    }
+
+    /// Asks the loop to abort transfer `id` (no-op if it already finished).
+    func cancel(_ id: Int) {
+        inbox.withLock { inbox in
+            guard !inbox.stopped else { return }
+            inbox.cancellations.append(id)
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    /// Stops the loop: in-flight and queued transfers fail with `.other`. Waits for the thread
+    /// to exit when `wait` is true.
+    func stop(wait: Bool) {
+        let first = inbox.withLock { inbox -> Bool in
+            guard !inbox.stopping else { return false }
+            inbox.stopping = true
+            curl_multi_wakeup(multi)
+            return true
+        }
+        if first && wait { exited.wait() }
+    }
+
+    private func run() {
+        // All socket I/O happens on this thread: block SIGPIPE here so a peer closing a TLS
+        // connection yields EPIPE instead of killing the process (CURLOPT_NOSIGNAL leaves
+        // SIGPIPE to the application). The mask is per-thread; the rest of the process is untouched.
+        var pipeOnly = sigset_t()
+        sigemptyset(&pipeOnly)
+        sigaddset(&pipeOnly, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
+        var running: Int32 = 0
+        while true {
+            let (submissions, cancellations, stopping) = inbox.withLock { inbox in
+                defer { inbox.submissions.removeAll(keepingCapacity: true); inbox.cancellations.removeAll(keepingCapacity: true) }
+                return (inbox.submissions, inbox.cancellations, inbox.stopping)
+            }
+            for transfer in submissions { begin(transfer) }
+            for id in cancellations {
+                if let transfer = active[id] {
+                    finish(transfer, .failure(TransportError(kind: .cancelled, message: "request cancelled")))
+                }
+            }
+            if stopping { break }
+            _ = curl_multi_perform(multi, &running)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi, &queued) {
+                guard ccurl_msg_is_done(message) != 0, let easy = message.pointee.easy_handle,
+                      let transfer = byHandle[easy] else { continue }
+                finish(transfer, result(for: transfer, code: ccurl_msg_result(message)))
+            }
+            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+        let shutdown = TransportError(kind: .other, message: "transport shut down")
+        for transfer in Array(active.values) { finish(transfer, .failure(shutdown)) }
+        let leftovers = inbox.withLock { inbox -> [CurlTransfer] in
+            inbox.stopped = true
+            defer { inbox.submissions.removeAll() }
+            return inbox.submissions
+        }
+        for transfer in leftovers { transfer.complete(.failure(shutdown)) }
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles.removeAll()
+        curl_multi_cleanup(multi)
+        exited.signal()
+    }
+
+    private func begin(_ transfer: CurlTransfer) {
+        if transfer.cancelled.load(ordering: .acquiring) {
+            transfer.complete(.failure(TransportError(kind: .cancelled, message: "request cancelled")))
+            return
+        }
+        guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+            transfer.complete(.failure(TransportError(kind: .other, message: "curl_easy_init failed")))
+            return
+        }
+        transfer.easy = easy
+        let configured = configure(easy, for: transfer)
+        guard configured == CURLE_OK, curl_multi_add_handle(multi, easy) == CURLM_OK else {
+            let reason = configured == CURLE_OK ? "curl_multi_add_handle failed" : Self.describe(configured)
+            recycle(transfer)
+            transfer.complete(.failure(TransportError(kind: .other, message: reason)))
+            return
+        }
+        active[transfer.id] = transfer
+        byHandle[easy] = transfer
+    }
+
+    private func finish(_ transfer: CurlTransfer, _ result: Result<HTTPResponse, TransportError>) {
+        if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
+        active[transfer.id] = nil
+        recycle(transfer)
+        transfer.complete(result)
+    }
+
+    private func recycle(_ transfer: CurlTransfer) {
+        if let list = transfer.headerList { curl_slist_free_all(list) }
+        transfer.headerList = nil
+        guard let easy = transfer.easy else { return }
+        byHandle[easy] = nil
+        transfer.easy = nil
+        if idleHandles.count < maxIdleHandles {
+            curl_easy_reset(easy)
+            idleHandles.append(easy)
+        } else {
+            curl_easy_cleanup(easy)
+        }
+    }
+}

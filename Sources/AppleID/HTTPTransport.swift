@@ -1,0 +1,83 @@
+/// One HTTP request as the Apple client sends it. `timeoutSeconds` bounds the whole transfer
+/// (connect + send + receive), in seconds. `description` shows method, URL and body size only:
+/// bodies carry client secrets and tokens, and headers may carry a Bearer token.
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable {
+    public var method: String
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    public var timeoutSeconds: Double
+
+    public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 15) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    /// First value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var description: String { "\(method) \(url) (\(body.count) body bytes)" }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}
+
+/// One HTTP response: status, headers in arrival order, and the raw body. `description` shows
+/// the status and body size only (success bodies carry tokens).
+public struct HTTPResponse: Sendable, CustomStringConvertible, CustomReflectable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// First value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var description: String { "HTTP \(status) (\(body.count) body bytes)" }
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}
+
+/// The request never produced an HTTP response. `message` names the failure (e.g. the curl
+/// error text) and never contains request bodies or headers.
+public struct TransportError: Error, Sendable, CustomStringConvertible, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// The transfer exceeded `timeoutSeconds`.
+        case timeout
+        /// No connection could be made (refused, DNS, TLS handshake).
+        case connectionFailed
+        /// The connection broke mid-exchange or the server closed it without a response.
+        case connectionReset
+        /// The calling task was cancelled; the transfer was aborted.
+        case cancelled
+        /// Anything else (bad URL, response too large, transport shut down).
+        case other
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(kind: Kind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { "transport \(kind): \(message)" }
+}
+
+/// The seam between the Apple client and the network. `CurlTransport` is the real one;
+/// `ScriptedTransport` is the in-memory twin for tests.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the response for any HTTP status (non-2xx is not an error
+    /// here). Throws only when no response was obtained.
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+}

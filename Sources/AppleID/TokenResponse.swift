@@ -1,0 +1,82 @@
+/// Apple's TokenResponse (https://developer.apple.com/documentation/signinwithapplerestapi/tokenresponse),
+/// decoded leniently: `expires_in` may be a number or a numeric string (default 3600 when
+/// absent); `token_type` is compared case-insensitively and must be `bearer` when present;
+/// `refresh_token` and `id_token` are optional. `description` hides every token.
+public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+    public let accessToken: String
+    /// As sent (e.g. "Bearer"); always equal to "bearer" ignoring case.
+    public let tokenType: String
+    /// Access-token lifetime in seconds.
+    public let expiresIn: Int
+    /// Only on the authorization_code grant; absent when validating a refresh token.
+    public let refreshToken: String?
+    /// The id_token JWT; optional (sometimes missing on refresh).
+    public let idToken: String?
+
+    public init(accessToken: String, tokenType: String = "Bearer", expiresIn: Int = 3600, refreshToken: String? = nil, idToken: String? = nil) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.expiresIn = expiresIn
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+    }
+
+    /// Parses a JSON object. Returns a reason (safe to log) when a required field is missing
+    /// or has the wrong shape.
+    static func parse(_ object: [String: Any]) -> Result<TokenResponse, MalformedBody> {
+        guard let accessToken = object["access_token"] as? String, !accessToken.isEmpty else {
+            return .failure(MalformedBody(reason: "missing access_token"))
+        }
+        let tokenType = object["token_type"] as? String ?? "Bearer"
+        guard tokenType.lowercased() == "bearer" else {
+            return .failure(MalformedBody(reason: "token_type is not bearer"))
+        }
+        var expiresIn = 3600
+        if let raw = object["expires_in"] {
+            guard let value = LenientJSON.int(raw), value >= 0 else {
+                return .failure(MalformedBody(reason: "expires_in is not a non-negative integer"))
+            }
+            expiresIn = value
+        }
+        return .success(TokenResponse(
+            accessToken: accessToken,
+            tokenType: tokenType,
+            expiresIn: expiresIn,
+            refreshToken: LenientJSON.nonEmptyString(object["refresh_token"]),
+            idToken: LenientJSON.nonEmptyString(object["id_token"])
+        ))
+    }
+
+    public var description: String {
+        "TokenResponse(token_type: \(tokenType), expires_in: \(expiresIn)s, refresh_token: \(refreshToken == nil ? "absent" : "present"), id_token: \(idToken == nil ? "absent" : "present"))"
+    }
+
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
+}
+
+/// The recipient team's view of a migrated user (`/auth/usermigrationinfo` with `transfer_sub`).
+public struct MigratedUser: Sendable, Equatable {
+    /// The recipient team-scoped user identifier.
+    public let sub: String
+    /// The recipient team's private relay address; nil unless the user used one.
+    public let email: String?
+    /// Whether `email` is a private relay address; nil when Apple omitted it. Accepts a JSON
+    /// bool, "true"/"false", or 0/1.
+    public let isPrivateEmail: Bool?
+
+    public init(sub: String, email: String?, isPrivateEmail: Bool?) {
+        self.sub = sub
+        self.email = email
+        self.isPrivateEmail = isPrivateEmail
+    }
+
+    static func parse(_ object: [String: Any]) -> Result<MigratedUser, MalformedBody> {
+        guard let sub = LenientJSON.nonEmptyString(object["sub"]) else {
+            return .failure(MalformedBody(reason: "missing sub"))
+        }
+        return .success(MigratedUser(sub: sub, email: LenientJSON.nonEmptyString(object["email"]),
+                                     isPrivateEmail: LenientJSON.bool(object["is_private_email"])))
+    }
+}
+
+struct MalformedBody: Error { let reason: String }
