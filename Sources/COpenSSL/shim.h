@@ -44,4 +44,23 @@ static inline int copenssl_rsa_keygen_bits(EVP_PKEY_CTX *ctx, int bits) {
 static inline int copenssl_ec_paramgen_curve_p256(EVP_PKEY_CTX *ctx) {
     return EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx, NID_X9_62_prime256v1);
 }
+/* BIO_get_mem_data is a macro over BIO_ctrl. */
+static inline long copenssl_bio_mem_contents(BIO *bio, char **data) {
+    return BIO_get_mem_data(bio, data);
+}
+static inline const char *copenssl_key_type_ec(void) { return "EC"; }
+static inline const char *copenssl_key_type_rsa(void) { return "RSA"; }
+static inline int copenssl_nid_p256(void) { return NID_X9_62_prime256v1; }
+static inline int copenssl_pkey_ec(void) { return EVP_PKEY_EC; }
+static inline int copenssl_pkey_rsa(void) { return EVP_PKEY_RSA; }
+/* A password callback that refuses: an encrypted PEM fails instead of prompting on a TTY. */
+static inline int copenssl_no_password(char *buf, int size, int rwflag, void *u) {
+    (void)buf; (void)size; (void)rwflag; (void)u; return -1;
+}
+static inline EVP_PKEY *copenssl_read_private_key_pem(BIO *bio) {
+    return PEM_read_bio_PrivateKey(bio, NULL, copenssl_no_password, NULL);
+}
+static inline EVP_PKEY *copenssl_read_public_key_pem(BIO *bio) {
+    return PEM_read_bio_PUBKEY(bio, NULL, copenssl_no_password, NULL);
+}
 #endif
