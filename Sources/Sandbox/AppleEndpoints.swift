@@ -1,3 +1,4 @@
+import SIWACrypto
 import Foundation
 
 /// The Apple surface: `/auth/token`, `/auth/revoke`, `/auth/keys` (apple-api.md §2, §3, §6).
@@ -20,9 +21,9 @@ final class AppleEndpoints: Sendable {
         self.model = model
         self.signer = signer
         let jwk = "{\"kty\":\"RSA\",\"kid\":\(JSONText.quote(signer.keyID)),\"use\":\"sig\",\"alg\":\"RS256\","
-            + "\"n\":\"\(SandboxBase64URL.encode(signer.modulus))\",\"e\":\"\(SandboxBase64URL.encode(signer.exponent))\"}"
+            + "\"n\":\"\(Base64URL.encode(signer.modulus))\",\"e\":\"\(Base64URL.encode(signer.exponent))\"}"
         jwks = "{\"keys\":[\(jwk)]}"
-        idTokenHeader = SandboxBase64URL.encode(Array("{\"kid\":\(JSONText.quote(signer.keyID)),\"alg\":\"RS256\"}".utf8))
+        idTokenHeader = Base64URL.encode(Array("{\"kid\":\(JSONText.quote(signer.keyID)),\"alg\":\"RS256\"}".utf8))
     }
 
     /// `GET /auth/keys`.
@@ -114,12 +115,12 @@ final class AppleEndpoints: Sendable {
         let iat = Int(now)
         let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
             + "\"exp\":\(iat + Self.idTokenLifetime),\"iat\":\(iat),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(iat)}"
-        let signingInput = idTokenHeader + "." + SandboxBase64URL.encode(Array(claims.utf8))
+        let signingInput = idTokenHeader + "." + Base64URL.encode(Array(claims.utf8))
         guard let signature = try? signer.signRS256(Array(signingInput.utf8)) else {
             return .plain("id_token signing failed\n", status: 500)
         }
         tally.idTokenSigned = true
-        let idToken = signingInput + "." + SandboxBase64URL.encode(signature)
+        let idToken = signingInput + "." + Base64URL.encode(signature)
         return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime),\"id_token\":\"\(idToken)\"}")
     }
 

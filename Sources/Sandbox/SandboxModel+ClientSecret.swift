@@ -1,4 +1,5 @@
 import Foundation
+import SIWACrypto
 
 /// Why a client secret was refused. Apple answers `invalid_client` for all of these (TN3107);
 /// the sandbox additionally names the reason in the `X-Sandbox-Reason` response header.
@@ -57,13 +58,9 @@ extension SandboxModel {
 
     private func verifyUncached(clientID: String, secret: String,
                                 now: Double) -> Result<VerifiedSecret, ClientSecretFailure> {
-        let parts = secret.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3,
-              let headerBytes = SandboxBase64URL.decode(parts[0]),
-              let claimBytes = SandboxBase64URL.decode(parts[1]),
-              let signature = SandboxBase64URL.decode(parts[2]),
-              let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)),
-              let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes))
+        guard let jws = try? JWS.split(secret),
+              let header = try? JSONDecoder().decode(Header.self, from: Data(jws.header)),
+              let claims = try? JSONDecoder().decode(Claims.self, from: Data(jws.payload))
         else { return .failure(.malformed) }
         guard header.alg == "ES256" else { return .failure(.unsupportedAlgorithm) }
         guard let kid = header.kid, !kid.isEmpty else { return .failure(.missingKeyID) }
@@ -76,8 +73,7 @@ extension SandboxModel {
         }
         guard lookup.teamKnown else { return .failure(.unknownTeam) }
         guard let key = lookup.key else { return .failure(.unknownKey) }
-        let signingInput = Array(secret.utf8[..<parts[1].endIndex])
-        guard key.verifyES256(signature: signature, message: signingInput) else { return .failure(.badSignature) }
+        guard key.verifyES256(signature: jws.signature, message: jws.signingInput) else { return .failure(.badSignature) }
         guard claims.aud == Self.appleAudience else { return .failure(.wrongAudience) }
         guard sub == clientID else { return .failure(.subjectMismatch) }
         guard lookup.clientKnown else { return .failure(.unregisteredClient) }
