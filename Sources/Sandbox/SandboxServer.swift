@@ -23,6 +23,8 @@ public final class SandboxServer: Sendable {
     public let configuration: SandboxConfiguration
     public let model: SandboxModel
     private let running = Mutex<Running?>(nil)
+    /// A signing key to use instead of generating one at start (tests share one to save time).
+    private let presetSigner: (any RS256Signing)?
 
     /// Simultaneous connections accepted.
     static let connectionLimit: UInt32 = 4096
@@ -32,6 +34,13 @@ public final class SandboxServer: Sendable {
     public init(configuration: SandboxConfiguration, model: SandboxModel = SandboxModel()) {
         self.configuration = configuration
         self.model = model
+        self.presetSigner = nil
+    }
+
+    init(configuration: SandboxConfiguration, model: SandboxModel, signer: any RS256Signing) {
+        self.configuration = configuration
+        self.model = model
+        self.presetSigner = signer
     }
 
     deinit { stop() }
@@ -49,7 +58,7 @@ public final class SandboxServer: Sendable {
         Self.raiseFileLimit(to: 65_536)
         let signer: any RS256Signing
         do {
-            signer = try SandboxSigningKey.generate(bits: configuration.rsaBits)
+            signer = try presetSigner ?? SandboxSigningKey.generate(bits: configuration.rsaBits)
         } catch {
             throw SandboxStartError(description: "could not generate the id_token RSA key: \(error)")
         }

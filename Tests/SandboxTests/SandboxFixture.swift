@@ -16,13 +16,16 @@ final class SandboxFixture {
 
     init(_ configuration: SandboxConfiguration = SandboxConfiguration()) throws {
         key = try P256PrivateKey.generate()
-        server = SandboxServer(configuration: configuration)
+        server = SandboxServer(configuration: configuration, model: SandboxModel(), signer: try Self.sharedSigner.get())
         port = try server.start()
         try server.model.registerTeam(teamID: Self.teamID, keyID: Self.keyID, publicKeyPEM: key.publicKey.spkiPEM,
                                       clientIDs: [Self.clientID, Self.otherClientID])
     }
 
     deinit { server.stop() }
+
+    /// One RSA key for all test servers (generating 2048-bit keys per test is slow in debug builds).
+    static let sharedSigner = Result { try SandboxSigningKey.generate(bits: 2048) }
 
     var model: SandboxModel { server.model }
 
@@ -79,4 +82,18 @@ final class SandboxFixture {
     func json(_ reply: HTTPReply) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any]
     }
+}
+
+struct TestDecodeError: Error {}
+
+/// Base64url-decodes a JSON string value.
+func b64(_ value: Any?) throws -> [UInt8] {
+    guard let text = value as? String, let bytes = Base64URL.decode(text) else { throw TestDecodeError() }
+    return bytes
+}
+
+/// Parses a JSON object.
+func object(_ bytes: [UInt8]) throws -> [String: Any] {
+    guard let o = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { throw TestDecodeError() }
+    return o
 }
