@@ -5,6 +5,8 @@ import Foundation
 final class AppleEndpoints: Sendable {
     let model: SandboxModel
     let signer: any RS256Signing
+    /// Include a signed id_token in refresh-token validation answers.
+    let refreshIDToken: Bool
     /// Precomputed `{"keys":[...]}` body.
     let jwks: String
     private let idTokenHeader: String
@@ -17,9 +19,10 @@ final class AppleEndpoints: Sendable {
     /// Access and bearer token lifetime, seconds.
     static let accessTokenLifetime = 3600
 
-    init(model: SandboxModel, signer: any RS256Signing) {
+    init(model: SandboxModel, signer: any RS256Signing, refreshIDToken: Bool = true) {
         self.model = model
         self.signer = signer
+        self.refreshIDToken = refreshIDToken
         let jwk = "{\"kty\":\"RSA\",\"kid\":\(JSONText.quote(signer.keyID)),\"use\":\"sig\",\"alg\":\"RS256\","
             + "\"n\":\"\(Base64URL.encode(signer.modulus))\",\"e\":\"\(Base64URL.encode(signer.exponent))\"}"
         jwks = "{\"keys\":[\(jwk)]}"
@@ -112,6 +115,9 @@ final class AppleEndpoints: Sendable {
                                  tally: inout RequestTally) -> SandboxResponse {
         let access = TokenMint.accessToken()
         tally.accessMinted = true
+        guard refreshIDToken else {
+            return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
+        }
         let iat = Int(now)
         let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
             + "\"exp\":\(iat + Self.idTokenLifetime),\"iat\":\(iat),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(iat)}"

@@ -33,6 +33,8 @@ extension SandboxConfiguration {
       --threads N              libmicrohttpd worker threads (default 2)
       --seed N                 seed for the fault/latency RNG (deterministic runs)
       --rsa-bits N             id_token RSA key size, 2048..4096 (default 2048)
+      --refresh-id-token on|off  include an id_token when validating refresh tokens (default on;
+                               off is much cheaper: RS256 signing dominates the sandbox's CPU)
     """
 
     /// Parses `siwa-jobs sandbox` flags (`--flag value` or `--flag=value`).
@@ -80,6 +82,7 @@ extension SandboxConfiguration {
             case "--threads": config.threads = try arg.integer(value(), in: 1...64)
             case "--seed": config.seed = try arg.seed(value())
             case "--rsa-bits": config.rsaBits = try arg.integer(value(), in: 2048...4096)
+            case "--refresh-id-token": config.refreshIDToken = try arg.onOff(value())
             default:
                 throw SandboxUsageError(flag: flag, value: nil, reason: "unknown flag (see --help)")
             }
@@ -134,6 +137,14 @@ struct FlagReader {
             throw fail(text, "expected a probability between 0 and 1")
         }
         return v
+    }
+
+    func onOff(_ text: String) throws(SandboxUsageError) -> Bool {
+        switch text {
+        case "on", "true", "yes": return true
+        case "off", "false", "no": return false
+        default: throw fail(text, "expected on or off")
+        }
     }
 
     func seed(_ text: String) throws(SandboxUsageError) -> UInt64 {

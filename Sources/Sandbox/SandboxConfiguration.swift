@@ -67,12 +67,18 @@ public struct SandboxConfiguration: Sendable, Equatable {
     public var threads: Int
     /// Seed for the fault/latency RNG; `nil` seeds from the system RNG.
     public var seed: UInt64?
-    /// RSA modulus size in bits for the id_token signing key published at `/auth/keys`.
+    /// RSA modulus size in bits for the id_token signing key published at `/auth/keys` (2048...4096).
     public var rsaBits: Int
+    /// Whether refresh-token validation answers include an `id_token`. Apple's example includes one,
+    /// but some real answers omit it (apple-api.md §2.3). RS256 signing is the sandbox's most expensive
+    /// step (about 0.37 ms of CPU per token at 2048 bits), so turning it off raises refresh throughput.
+    public var refreshIDToken: Bool
 
-    /// Defaults: `127.0.0.1`, random port, no latency, no faults, 2 threads, unseeded, RSA-2048.
+    /// Defaults: `127.0.0.1`, random port, no latency, no faults, 2 threads, unseeded, RSA-2048,
+    /// id_token on refresh.
     public init(host: String = "127.0.0.1", port: UInt16 = 0, latency: LatencyDistribution = .none,
-                faults: FaultRates = FaultRates(), threads: Int = 2, seed: UInt64? = nil, rsaBits: Int = 2048) {
+                faults: FaultRates = FaultRates(), threads: Int = 2, seed: UInt64? = nil, rsaBits: Int = 2048,
+                refreshIDToken: Bool = true) {
         self.host = host
         self.port = port
         self.latency = latency
@@ -80,5 +86,6 @@ public struct SandboxConfiguration: Sendable, Equatable {
         self.threads = threads
         self.seed = seed
         self.rsaBits = rsaBits
+        self.refreshIDToken = refreshIDToken
     }
 }

@@ -63,7 +63,8 @@ public final class SandboxServer: Sendable {
             throw SandboxStartError(description: "could not generate the id_token RSA key: \(error)")
         }
         let plan = FaultPlan(latency: configuration.latency, rates: configuration.faults, seed: configuration.seed)
-        let core = ServerCore(model: model, apple: AppleEndpoints(model: model, signer: signer), plan: plan)
+        let apple = AppleEndpoints(model: model, signer: signer, refreshIDToken: configuration.refreshIDToken)
+        let core = ServerCore(model: model, apple: apple, plan: plan)
         let flags = cmhd_flag_internal_epoll() | cmhd_flag_suspend_resume()
         let threads = UInt32(max(1, configuration.threads))
         let daemon = cmhd_start(flags, configuration.port, address,

@@ -17,7 +17,7 @@ import Testing
             "--port", "8089", "--host", "127.0.0.2", "--latency-ms", "50", "--latency-jitter-ms=10",
             "--fault-5xx", "0.01", "--fault-429", "0.02", "--retry-after", "3", "--fault-reset", "0.03",
             "--fault-stall", "0.04", "--stall-seconds", "2.5", "--fault-html", "0.05", "--fault-truncated", "0.06",
-            "--threads", "4", "--seed", "99", "--rsa-bits", "3072",
+            "--threads", "4", "--seed", "99", "--rsa-bits", "3072", "--refresh-id-token", "off",
         ])
         #expect(c.port == 8089)
         #expect(c.host == "127.0.0.2")
@@ -27,6 +27,7 @@ import Testing
         #expect(c.threads == 4)
         #expect(c.seed == 99)
         #expect(c.rsaBits == 3072)
+        #expect(c.refreshIDToken == false)
     }
 
     @Test(arguments: [
@@ -53,6 +54,7 @@ import Testing
         (["--latency", "uniform:90-10"], "--latency: invalid value 'uniform:90-10': uniform minimum must not exceed maximum"),
         (["--latency", "gamma:3"],
          "--latency: invalid value 'gamma:3': expected none, fixed:MS, uniform:MIN-MAX or normal:MEAN,STDDEV (milliseconds)"),
+        (["--refresh-id-token", "maybe"], "--refresh-id-token: invalid value 'maybe': expected on or off"),
         (["--latency-jitter-ms", "5"], "--latency-jitter-ms: requires --latency-ms"),
         (["--fault-429", "0.6", "--fault-5xx", "0.6"], "--fault-*: invalid value '1.2': fault probabilities must sum to at most 1"),
     ])

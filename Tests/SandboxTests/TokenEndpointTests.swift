@@ -37,6 +37,15 @@ import Testing
         #expect(exp - iat == 600)
     }
 
+    @Test func refreshWithoutIDTokenWhenConfiguredOff() throws {
+        let f = try SandboxFixture(SandboxConfiguration(refreshIDToken: false))
+        f.registerToken("rt-valid")
+        let body = try #require(f.json(try f.refresh("rt-valid")))
+        #expect(body["id_token"] == nil)
+        #expect(body["token_type"] as? String == "Bearer")
+        #expect(f.model.stats().idTokensSigned == 0)
+    }
+
     @Test(arguments: ["revoked", "unknown", "otherClient"])
     func deadRefreshTokenIsInvalidGrant(_ kind: String) throws {
         let f = try SandboxFixture()
