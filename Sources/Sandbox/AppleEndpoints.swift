@@ -81,7 +81,7 @@ final class AppleEndpoints: Sendable {
     }
 
     private func tokenChecked(_ req: SandboxRequest, now: Double,
-                       tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+                              tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
         let form = try self.form(req, allowed: Self.tokenParameters)
         guard let grantType = form["grant_type"], !grantType.isEmpty else {
             return .appleError("invalid_request", reason: "missing_grant_type")
@@ -137,7 +137,7 @@ final class AppleEndpoints: Sendable {
     }
 
     private func revokeChecked(_ req: SandboxRequest, now: Double,
-                        tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+                               tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
         let form = try self.form(req, allowed: Self.revokeParameters)
         guard let token = form["token"], !token.isEmpty else { return .appleError("invalid_request", reason: "missing_token") }
         if let hint = form["token_type_hint"], hint != "refresh_token", hint != "access_token" {
