@@ -76,4 +76,15 @@ import Testing
         #expect(try f.post("/auth/keys", []).status == 405)
         #expect(try f.get("/nothing").status == 404)
     }
+
+    @Test func portInUseAndNonLoopbackHostFailToStart() throws {
+        let f = try SandboxFixture()
+        #expect(f.server.baseURL == "http://127.0.0.1:\(f.port)")
+        let clash = SandboxServer(configuration: SandboxConfiguration(port: f.port), model: SandboxModel(),
+                                  signer: try SandboxFixture.sharedSigner.get())
+        #expect(throws: SandboxStartError.self) { try clash.start() }
+        let wide = SandboxServer(configuration: SandboxConfiguration(host: "0.0.0.0"))
+        #expect(throws: SandboxStartError.self) { try wide.start() }
+        #expect(try f.get("/auth/keys").status == 200)
+    }
 }
