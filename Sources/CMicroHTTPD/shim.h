@@ -4,27 +4,61 @@
 #include <stdarg.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
 
-/* MHD_start_daemon is variadic: fixed-shape wrappers for the option sets we use.
-   Options: internal polling thread with epoll, suspend/resume allowed, bound to 127.0.0.1. */
-static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port,
+/* MHD_start_daemon is variadic: fixed-shape wrapper for the option set the sandbox uses.
+   Binds to one IPv4 address (network byte order), port in host order (0 = kernel picks). */
+static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, uint32_t ipv4_be,
                                             MHD_AccessHandlerCallback handler, void *cls,
                                             MHD_RequestCompletedCallback completed, void *ccls,
-                                            const struct sockaddr *bind_addr,
                                             unsigned int connection_limit,
                                             unsigned int thread_pool_size,
-                                            unsigned int timeout_seconds) {
+                                            unsigned int timeout_seconds,
+                                            unsigned int listen_backlog) {
+    struct sockaddr_in addr;
+    __builtin_memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = ipv4_be;
+    /* MHD copies the address while binding inside MHD_start_daemon, so a stack address is fine. */
+    if (thread_pool_size > 1) {
+        return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
+                                MHD_OPTION_NOTIFY_COMPLETED, completed, ccls,
+                                MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
+                                MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                                MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
+                                MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                                MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
+                                MHD_OPTION_END);
+    }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, ccls,
-                            MHD_OPTION_SOCK_ADDR, bind_addr,
+                            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+                            MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                             MHD_OPTION_END);
 }
+
+/* The port actually bound (useful when 0 was requested); 0 if unknown. */
+static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+/* Response from a copied buffer (MHD owns the copy). */
+static inline struct MHD_Response *cmhd_response_copy(const void *data, size_t size) {
+    return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
+}
+
 static inline unsigned int cmhd_flag_internal_epoll(void) { return MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL; }
 static inline unsigned int cmhd_flag_suspend_resume(void) { return MHD_ALLOW_SUSPEND_RESUME; }
 static inline unsigned int cmhd_flag_error_log(void) { return MHD_USE_ERROR_LOG; }
+static inline unsigned int cmhd_flag_turbo(void) { return MHD_USE_TURBO; }
+static inline enum MHD_ValueKind cmhd_kind_header(void) { return MHD_HEADER_KIND; }
+static inline enum MHD_ValueKind cmhd_kind_query(void) { return MHD_GET_ARGUMENT_KIND; }
+static inline enum MHD_Result cmhd_yes(void) { return MHD_YES; }
+static inline enum MHD_Result cmhd_no(void) { return MHD_NO; }
 #endif

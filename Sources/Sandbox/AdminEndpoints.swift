@@ -1,0 +1,102 @@
+import Foundation
+
+/// The sandbox's own control API under `/__sandbox/` (JSON in and out; not part of Apple's surface).
+final class AdminEndpoints: Sendable {
+    let model: SandboxModel
+    let plan: FaultPlan
+
+    init(model: SandboxModel, plan: FaultPlan) {
+        self.model = model
+        self.plan = plan
+    }
+
+    func handle(_ req: SandboxRequest) -> SandboxResponse {
+        do {
+            switch (req.method, req.path) {
+            case ("POST", "/__sandbox/teams"): return try registerTeam(req.body)
+            case ("POST", "/__sandbox/refresh-tokens"): return try registerTokens(req.body)
+            case ("GET", "/__sandbox/truth"): return try truth(req)
+            case ("GET", "/__sandbox/stats"): return try stats()
+            case ("POST", "/__sandbox/reset-stats"):
+                model.resetStats()
+                return .adminJSON("{\"ok\":true}")
+            case ("POST", "/__sandbox/faults"): return try faults(req.body)
+            case ("POST", "/__sandbox/latency"): return try latency(req.body)
+            case (_, "/__sandbox/teams"), (_, "/__sandbox/refresh-tokens"), (_, "/__sandbox/reset-stats"),
+                 (_, "/__sandbox/faults"), (_, "/__sandbox/latency"):
+                return .methodNotAllowed("POST")
+            case (_, "/__sandbox/truth"), (_, "/__sandbox/stats"):
+                return .methodNotAllowed("GET")
+            default:
+                return .notFound()
+            }
+        } catch let e as SandboxAdminError {
+            return .adminError(e.description)
+        } catch let e as DecodingError {
+            return .adminError(AdminJSON.describe(e))
+        } catch {
+            return .adminError("body: \(error)")
+        }
+    }
+
+    private struct TeamIn: Decodable {
+        var team_id: String
+        var key_id: String
+        var public_key_pem: String
+        var client_ids: [String]
+    }
+
+    private func registerTeam(_ body: [UInt8]) throws -> SandboxResponse {
+        let t = try AdminJSON.decode(TeamIn.self, body)
+        try model.registerTeam(teamID: t.team_id, keyID: t.key_id, publicKeyPEM: t.public_key_pem, clientIDs: t.client_ids)
+        return .adminJSON("{\"ok\":true}")
+    }
+
+    private struct TokensIn: Decodable {
+        struct Token: Decodable {
+            var token: String
+            var team_id: String
+            var client_id: String
+            var sub: String
+            var state: String?
+        }
+        var tokens: [Token]
+    }
+
+    private func registerTokens(_ body: [UInt8]) throws -> SandboxResponse {
+        let input = try AdminJSON.decode(TokensIn.self, body)
+        var out: [SandboxRefreshToken] = []
+        out.reserveCapacity(input.tokens.count)
+        for (i, t) in input.tokens.enumerated() {
+            let revoked: Bool
+            switch t.state ?? "valid" {
+            case "valid": revoked = false
+            case "revoked": revoked = true
+            default: throw SandboxAdminError(field: "tokens[\(i)].state", reason: "expected \"valid\" or \"revoked\"")
+            }
+            if t.token.isEmpty { throw SandboxAdminError(field: "tokens[\(i)].token", reason: "must not be empty") }
+            out.append(SandboxRefreshToken(token: t.token, teamID: t.team_id, clientID: t.client_id, sub: t.sub, revoked: revoked))
+        }
+        model.registerRefreshTokens(out)
+        return .adminJSON("{\"registered\":\(out.count)}")
+    }
+
+    private func truth(_ req: SandboxRequest) throws -> SandboxResponse {
+        guard let team = req.query("team_id"), !team.isEmpty else {
+            throw SandboxAdminError(field: "team_id", reason: "query parameter required")
+        }
+        guard let client = req.query("client_id"), !client.isEmpty else {
+            throw SandboxAdminError(field: "client_id", reason: "query parameter required")
+        }
+        let t = model.truth(teamID: team, clientID: client)
+        return .adminJSON("{\"valid\":\(t.valid),\"revoked\":\(t.revoked),\"revoke_requests\":\(t.revokeRequests),"
+            + "\"tokens_revoked_more_than_once\":\(t.tokensRevokedMoreThanOnce)}")
+    }
+
+    private func stats() throws -> SandboxResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(model.stats())
+        return SandboxResponse(status: 200, body: Array(data), contentType: "application/json", noStore: true)
+    }
+}

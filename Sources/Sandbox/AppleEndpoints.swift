@@ -1,0 +1,151 @@
+import SIWACrypto
+import Foundation
+
+/// The Apple surface: `/auth/token`, `/auth/revoke`, `/auth/keys` (apple-api.md §2, §3, §6).
+final class AppleEndpoints: Sendable {
+    let model: SandboxModel
+    let signer: any RS256Signing
+    /// Include a signed id_token in refresh-token validation answers.
+    let refreshIDToken: Bool
+    /// Precomputed `{"keys":[...]}` body.
+    let jwks: String
+    private let idTokenHeader: String
+
+    static let tokenParameters: Set<String> = ["client_id", "client_secret", "grant_type", "refresh_token",
+                                               "code", "redirect_uri", "scope"]
+    static let revokeParameters: Set<String> = ["client_id", "client_secret", "token", "token_type_hint"]
+    /// id_token lifetime, seconds (exp - iat). Apple's real value varies (apple-api.md §7.3).
+    static let idTokenLifetime = 600
+    /// Access and bearer token lifetime, seconds.
+    static let accessTokenLifetime = 3600
+
+    init(model: SandboxModel, signer: any RS256Signing, refreshIDToken: Bool = true) {
+        self.model = model
+        self.signer = signer
+        self.refreshIDToken = refreshIDToken
+        let jwk = "{\"kty\":\"RSA\",\"kid\":\(JSONText.quote(signer.keyID)),\"use\":\"sig\",\"alg\":\"RS256\","
+            + "\"n\":\"\(Base64URL.encode(signer.modulus))\",\"e\":\"\(Base64URL.encode(signer.exponent))\"}"
+        jwks = "{\"keys\":[\(jwk)]}"
+        idTokenHeader = Base64URL.encode(Array("{\"kid\":\(JSONText.quote(signer.keyID)),\"alg\":\"RS256\"}".utf8))
+    }
+
+    /// `GET /auth/keys`.
+    func keys() -> SandboxResponse {
+        var r = SandboxResponse.appleJSON(jwks)
+        r.noStore = false
+        return r
+    }
+
+    /// An early error answer from a validation step.
+    struct Rejection: Error {
+        var response: SandboxResponse
+        init(_ code: String, _ reason: String) { response = .appleError(code, reason: reason) }
+    }
+
+    /// Content type, strict form parsing and allowed parameters.
+    private func form(_ req: SandboxRequest, allowed: Set<String>) throws(Rejection) -> FormBody {
+        guard req.isFormEncoded else { throw Rejection("invalid_request", "content_type") }
+        let form: FormBody
+        do {
+            form = try FormBody(req.body)
+        } catch {
+            throw Rejection("invalid_request", "form_encoding")
+        }
+        if form.names.contains(where: { !allowed.contains($0) }) {
+            throw Rejection("invalid_request", "unsupported_parameter")
+        }
+        return form
+    }
+
+    private func authenticate(_ form: FormBody, now: Double,
+                              tally: inout RequestTally) throws(Rejection) -> SandboxModel.VerifiedSecret {
+        guard let clientID = form["client_id"], !clientID.isEmpty,
+              let secret = form["client_secret"], !secret.isEmpty else {
+            throw Rejection("invalid_request", "missing_client_credentials")
+        }
+        switch model.authenticate(clientID: clientID, secret: secret, now: now, tally: &tally) {
+        case .success(let verified): return verified
+        case .failure(let why): throw Rejection("invalid_client", why.rawValue)
+        }
+    }
+
+    /// Runs `body`, turning a `Rejection` into its response.
+    private func answer(_ body: () throws(Rejection) -> SandboxResponse) -> SandboxResponse {
+        do { return try body() } catch { return error.response }
+    }
+
+    /// `POST /auth/token`: `refresh_token`, `client_credentials` (scope `user.migration`) and
+    /// `authorization_code` (the sandbox issues no codes, so every code is `invalid_grant`).
+    func token(_ req: SandboxRequest, now: Double, tally: inout RequestTally) -> SandboxResponse {
+        answer { () throws(Rejection) in try tokenChecked(req, now: now, tally: &tally) }
+    }
+
+    private func tokenChecked(_ req: SandboxRequest, now: Double,
+                              tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+        let form = try self.form(req, allowed: Self.tokenParameters)
+        guard let grantType = form["grant_type"], !grantType.isEmpty else {
+            return .appleError("invalid_request", reason: "missing_grant_type")
+        }
+        let client = try authenticate(form, now: now, tally: &tally)
+        switch grantType {
+        case "refresh_token":
+            guard let refresh = form["refresh_token"], !refresh.isEmpty else {
+                if form["code"] != nil { return .appleError("unsupported_grant_type", reason: "code_with_refresh_grant") }
+                return .appleError("invalid_request", reason: "missing_refresh_token")
+            }
+            guard let sub = model.validateRefresh(token: refresh, teamID: client.teamID, clientID: client.clientID) else {
+                return .appleError("invalid_grant", reason: "refresh_token_invalid")
+            }
+            return refreshResponse(clientID: client.clientID, sub: sub, now: now, tally: &tally)
+        case "client_credentials":
+            guard form["scope"] == "user.migration" else { return .appleError("invalid_scope", reason: "scope") }
+            let token = model.mintBearer(teamID: client.teamID, clientID: client.clientID, scope: "user.migration",
+                                         expiresAt: now + Double(Self.accessTokenLifetime))
+            tally.bearerMinted = true
+            return .appleJSON("{\"access_token\":\"\(token)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
+        case "authorization_code":
+            guard let code = form["code"], !code.isEmpty else { return .appleError("invalid_request", reason: "missing_code") }
+            return .appleError("invalid_grant", reason: "unknown_code")
+        default:
+            return .appleError("unsupported_grant_type", reason: "grant_type")
+        }
+    }
+
+    private func refreshResponse(clientID: String, sub: String, now: Double,
+                                 tally: inout RequestTally) -> SandboxResponse {
+        let access = TokenMint.accessToken()
+        tally.accessMinted = true
+        guard refreshIDToken else {
+            return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
+        }
+        let iat = Int(now)
+        let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
+            + "\"exp\":\(iat + Self.idTokenLifetime),\"iat\":\(iat),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(iat)}"
+        let signingInput = idTokenHeader + "." + Base64URL.encode(Array(claims.utf8))
+        guard let signature = try? signer.signRS256(Array(signingInput.utf8)) else {
+            return .plain("id_token signing failed\n", status: 500)
+        }
+        tally.idTokenSigned = true
+        let idToken = signingInput + "." + Base64URL.encode(signature)
+        return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime),\"id_token\":\"\(idToken)\"}")
+    }
+
+    /// `POST /auth/revoke`: always `200` with an empty body once the client authenticates, whether or
+    /// not the token exists ("revoked successfully or was previously invalid", apple-api.md §3).
+    func revoke(_ req: SandboxRequest, now: Double, tally: inout RequestTally) -> SandboxResponse {
+        answer { () throws(Rejection) in try revokeChecked(req, now: now, tally: &tally) }
+    }
+
+    private func revokeChecked(_ req: SandboxRequest, now: Double,
+                               tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+        let form = try self.form(req, allowed: Self.revokeParameters)
+        guard let token = form["token"], !token.isEmpty else { return .appleError("invalid_request", reason: "missing_token") }
+        if let hint = form["token_type_hint"], hint != "refresh_token", hint != "access_token" {
+            return .appleError("invalid_request", reason: "token_type_hint")
+        }
+        let client = try authenticate(form, now: now, tally: &tally)
+        model.revoke(token: token, teamID: client.teamID, clientID: client.clientID)
+        tally.revoked = true
+        return .emptyOK()
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Sandbox
+
+@Suite struct FaultTests {
+    func script(_ f: SandboxFixture, _ json: String) throws {
+        let reply = try f.postJSON("/__sandbox/faults", json)
+        #expect(reply.status == 200, "\(reply.text)")
+    }
+
+    @Test func scripted429CarriesRetryAfterThenNormalService() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        try script(f, #"{"next":2,"kind":"429","retry_after":7}"#)
+        for _ in 0..<2 {
+            let r = try f.refresh("rt-1")
+            #expect(r.status == 429)
+            #expect(r.header("Retry-After") == "7")
+            #expect(f.json(r) == nil)
+        }
+        #expect(try f.refresh("rt-1").status == 200)
+        let stats = f.model.stats()
+        #expect(stats.faults["429"] == 2)
+        #expect(stats.responses["429"] == 2)
+        // Faulted requests never reach the model.
+        #expect(stats.accessTokensMinted == 1)
+    }
+
+    @Test func htmlFaultIsA502WithApplesErrorPage() throws {
+        let f = try SandboxFixture()
+        try script(f, #"{"next":1,"kind":"html"}"#)
+        let r = try f.revoke("whatever")
+        #expect(r.status == 502)
+        #expect(r.header("Content-Type") == "text/html")
+        #expect(r.text.hasPrefix("<html>"))
+        #expect(r.text.contains("<center>Apple</center>"))
+    }
+
+    @Test func resetClosesTheConnectionWithoutAResponse() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        try script(f, #"{"next":1,"kind":"reset"}"#)
+        #expect(throws: RawHTTPError.closedWithoutResponse) { try f.refresh("rt-1") }
+        #expect(try f.refresh("rt-1").status == 200)
+        #expect(f.model.stats().faults["reset"] == 1)
+    }
+
+    @Test func truncatedJSONAnd5xxAndScriptedInvalidClient() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        try script(f, #"{"next":1,"kind":"truncated"}"#)
+        try script(f, #"{"next":1,"kind":"500"}"#)
+        try script(f, #"{"next":1,"kind":"503"}"#)
+        try script(f, #"{"next":1,"kind":"invalid_client"}"#)
+        let truncated = try f.refresh("rt-1")
+        #expect(truncated.status == 200)
+        #expect(truncated.header("Content-Type") == "application/json;charset=UTF-8")
+        #expect(f.json(truncated) == nil)
+        #expect(!truncated.body.isEmpty)
+        let e500 = try f.refresh("rt-1")
+        #expect(e500.status == 500)
+        #expect(f.json(e500) == nil)
+        #expect(try f.refresh("rt-1").status == 503)
+        #expect(try f.refresh("rt-1").text == #"{"error":"invalid_client"}"#)
+        #expect(try f.refresh("rt-1").status == 200)
+    }
+
+    @Test func adminAndKeysEndpointsAreNotFaultedButKeysAre() throws {
+        let f = try SandboxFixture()
+        try script(f, #"{"next":1,"kind":"500"}"#)
+        // Admin calls do not consume scripted faults.
+        #expect(try f.get("/__sandbox/stats").status == 200)
+        #expect(try f.get("/auth/keys").status == 500)
+        #expect(try f.get("/auth/keys").status == 200)
+    }
+
+    @Test func stallDelaysThenAnswersNormally() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        try script(f, #"{"next":1,"kind":"stall","stall_seconds":0.05}"#)
+        let r = try f.refresh("rt-1")
+        #expect(r.status == 200)
+        #expect(f.model.stats().faults["stall"] == 1)
+    }
+
+    @Test func latencySuspendsAndStillAnswersManyConcurrentRequests() throws {
+        let f = try SandboxFixture(SandboxConfiguration(latency: .uniform(5, 30), threads: 2))
+        f.registerToken("rt-1")
+        let port = f.port
+        let secret = try f.secret()
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 64) { _ in
+            let s = (try? RawHTTP.request(port: port, method: "POST", path: "/auth/token",
+                                          headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                          body: RawHTTP.form([("client_id", SandboxFixture.clientID), ("client_secret", secret),
+                                                              ("grant_type", "refresh_token"), ("refresh_token", "rt-1")])))?.status ?? -1
+            statuses.withLock { $0.append(s) }
+        }
+        #expect(statuses.withLock { $0 } == Array(repeating: 200, count: 64))
+    }
+
+    @Test func stopReleasesSuspendedConnections() throws {
+        let f = try SandboxFixture(SandboxConfiguration(latency: .fixed(60_000)))
+        let port = f.port
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<String>("")
+        DispatchQueue.global().async {
+            let result: String
+            do {
+                result = "status \(try RawHTTP.request(port: port, method: "GET", path: "/auth/keys", timeoutSeconds: 30).status)"
+            } catch {
+                result = "\(error)"
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        // Wait until the request is suspended inside the server, then stop it.
+        while f.model.stats().requests["/auth/keys"] == nil { usleep(1000) }
+        f.server.stop()
+        done.wait()
+        // The client is not left hanging for the 60 s latency (it would time out after 30 s).
+        #expect(outcome.withLock { $0 } != "\(RawHTTPError.timeout)")
+    }
+
+    @Test func seededRandomFaultsAreReproducible() throws {
+        func run() throws -> [Int] {
+            let f = try SandboxFixture(SandboxConfiguration(faults: FaultRates(serverError: 0.3, tooManyRequests: 0.3), seed: 42))
+            return try (0..<30).map { _ in try f.get("/auth/keys").status }
+        }
+        let a = try run(), b = try run()
+        #expect(a == b)
+        #expect(Set(a).isSuperset(of: [200, 429]))
+    }
+}
