@@ -3,7 +3,7 @@ import Foundation
 
 /// Turns SIGTERM and SIGINT into calls of `handler` (on a private queue, never the main actor).
 /// The sources live for the process; the returned value keeps them alive.
-final class SignalTrap: Sendable {
+final class SignalTrap: @unchecked Sendable {   // sources are set once in init; DispatchSource is thread-safe
     private let sources: [any DispatchSourceSignal]
 
     init(signals: [Int32] = [SIGTERM, SIGINT], handler: @escaping @Sendable (Int32) -> Void) {
@@ -33,7 +33,7 @@ struct ProcessUsage {
 
     static func current() -> ProcessUsage {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1_000_000 }
         return ProcessUsage(userSeconds: seconds(usage.ru_utime), systemSeconds: seconds(usage.ru_stime),
                             peakRSSMegabytes: Double(usage.ru_maxrss) * 1024 / 1_000_000)

@@ -1,6 +1,7 @@
 import AppleID
 import Foundation
 import Postgres
+import SIWAJobs
 
 /// `siwa-jobs status [--job N] [--sandbox URL]`: progress from the `siwa.job_progress` view; with
 /// `--sandbox`, also compares valid/invalid counts with the sandbox's seeded truth (exit 1 on mismatch).
