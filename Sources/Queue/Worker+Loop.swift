@@ -3,7 +3,10 @@ import Foundation
 extension Worker {
     enum ChildResult: Sendable {
         case item(ClaimedItem, kind: String, ItemOutcome)
+        /// The grace period after a stop request ran out.
         case graceExpired
+        /// The grace watcher was cancelled (the loop ended first).
+        case watcherEnded
     }
 
     /// Claims, dispatches into a bounded task group (prime, then top up on `next()`), and turns
@@ -19,19 +22,24 @@ extension Worker {
         await withTaskGroup(of: ChildResult.self) { group in
             var inflight = 0
             var wantClaim = true
-            var graceArmed = false
+            var graceExpired = false
+            var stopLogged = false
+            // The grace watcher: once a stop is requested, in-flight items get the grace period,
+            // then the group is cancelled. It ends at once when the loop cancels the group.
+            let grace = configuration.shutdownGraceSeconds
+            group.addTask { [stopSignal] in
+                await stopSignal.wait()
+                if Task.isCancelled { return .watcherEnded }
+                do { try await Task.sleep(for: .milliseconds(Int(grace * 1000))) } catch { return .watcherEnded }
+                return .graceExpired
+            }
             loop: while true {
                 if isStopping {
                     if inflight == 0 { break loop }
-                    if !graceArmed {
-                        graceArmed = true
-                        let grace = configuration.shutdownGraceSeconds
+                    if !stopLogged {
+                        stopLogged = true
                         logger.info("stopping: no more claims; waiting for in-flight items", [
                             "items": "\(inflight)", "grace_s": "\(grace)"])
-                        group.addTask {
-                            try? await Task.sleep(for: .milliseconds(Int(grace * 1000)))
-                            return .graceExpired
-                        }
                     }
                 } else {
                     if wakeup.consume() { wantClaim = true }
@@ -79,11 +87,14 @@ extension Worker {
                 guard let result = await group.next() else { break loop }
                 switch result {
                 case .graceExpired:
+                    graceExpired = true
                     logger.warning("grace period over: cancelling in-flight items", ["items": "\(inflight)"])
                     group.cancelAll()
+                case .watcherEnded:
+                    break
                 case let .item(item, kind, outcome):
                     inflight -= 1
-                    await record(outcome, of: item, kind: kind, cancelled: graceArmed && isStopping, report: &report)
+                    await record(outcome, of: item, kind: kind, cancelled: graceExpired, report: &report)
                 }
             }
             group.cancelAll()

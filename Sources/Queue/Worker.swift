@@ -13,7 +13,7 @@ public final class Worker: Sendable {
     let wakeup = Wakeup()
     let inFlight = InFlightSet()
     let flusher: Flusher
-    let stopRequested = Atomic<Bool>(false)
+    let stopSignal = StopSignal()
     let pausedJobs = Mutex<Set<Int64>>([])
     let random: @Sendable () -> Double
 
@@ -41,7 +41,7 @@ public final class Worker: Sendable {
     /// Graceful stop (SIGTERM/SIGINT): stop claiming, let in-flight items finish within the grace
     /// period, then cancel and release the rest. Safe from any thread; a second call is harmless.
     public func requestStop() {
-        stopRequested.store(true, ordering: .sequentiallyConsistent)
+        stopSignal.fire()
         wakeup.signal()
     }
 
@@ -69,7 +69,7 @@ public final class Worker: Sendable {
         return report
     }
 
-    var isStopping: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
+    var isStopping: Bool { stopSignal.isFired }
 
     func isPaused(_ jobID: Int64) -> Bool { pausedJobs.withLock { $0.contains(jobID) } }
 

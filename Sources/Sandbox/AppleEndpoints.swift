@@ -114,6 +114,7 @@ final class AppleEndpoints: Sendable {
     private func refreshResponse(clientID: String, sub: String, now: Double,
                                  tally: inout RequestTally) -> SandboxResponse {
         let access = TokenMint.accessToken()
+        model.noteIssuedAccessToken(access)
         tally.accessMinted = true
         guard refreshIDToken else {
             return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")

@@ -29,6 +29,7 @@ extension SandboxModel {
     /// - Parameter expiresAt: seconds since 1970.
     func mintBearer(teamID: String, clientID: String, scope: String, expiresAt: Double) -> String {
         let token = TokenMint.accessToken()
+        noteIssuedAccessToken(token)
         registry.withLock { reg in
             reg.bearerTokens[token] = BearerRecord(teamID: teamID, clientID: clientID, scope: scope, expiresAt: expiresAt)
         }
@@ -45,5 +46,20 @@ extension SandboxModel {
             }
             return record
         }
+    }
+}
+
+extension SandboxModel {
+    /// Remembers an access token handed out by `/auth/token` (bounded; oldest forgotten first).
+    func noteIssuedAccessToken(_ token: String) {
+        recentAccessTokens.withLock { tokens in
+            if tokens.count >= Self.issuedAccessTokenLimit { tokens.removeFirst(tokens.count / 2) }
+            tokens.append(token)
+        }
+    }
+
+    /// Access tokens issued recently (bounded), for secret scans in tests.
+    public func issuedAccessTokens() -> [String] {
+        recentAccessTokens.withLock { $0 }
     }
 }

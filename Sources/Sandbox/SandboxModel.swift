@@ -46,6 +46,10 @@ public final class SandboxModel: Sendable {
 
     let registry = Mutex(Registry())
     let counters = Mutex(SandboxStats())
+    /// The most recent access tokens handed out (at most `issuedAccessTokenLimit`), so tests can
+    /// prove none of them reached logs, results or views.
+    let recentAccessTokens = Mutex<[String]>([])
+    static let issuedAccessTokenLimit = 20_000
     let keyLoader: @Sendable (String) throws -> any ES256Verifying
 
     /// A model with no teams and no tokens; team public keys are parsed with SIWACrypto.

@@ -100,6 +100,7 @@ public struct RefreshValidationHandler: JobHandler {
     }
 
     static func outcome(for error: AppleIDError, fingerprint: String, clientID: String) -> ItemOutcome {
+        if error.isCancellation { return .released }   // shutdown: not the item's fault, no attempt charged
         let detail = jsonObject(["reason": error.detail])
         switch error.errorClass {
         case .configuration:
