@@ -18,7 +18,7 @@ enum StatusCommand {
                    succeeded, failed, discarded, terminal, valid, invalid, retried,
                    coalesce(extract(epoch FROM last_result_at - created_at), 0)::float8 AS elapsed_s
             FROM siwa.job_progress
-            """ + filter + " ORDER BY job_id")
+            """ + " " + filter + " ORDER BY job_id")
         if rows.isEmpty {
             SIWAJobsCommand.fail(jobID.map { "job \($0) not found" } ?? "no jobs")
             return 1
