@@ -25,3 +25,14 @@ enum AppleJWKSFixture {
 }
 """#
 }
+
+/// A real Apple id_token from 2019 (kid `AIDOPK1`, aud `jp.yauth.signin.service2`, iat 1559709290,
+/// exp 1559709890), published as test data in nov/apple_id `spec/apple_id/id_token_spec.rb`.
+/// Long expired; it verifies against `AppleJWKSFixture` at a time inside its lifetime.
+enum AppleIDTokenFixture {
+    static let clientID = "jp.yauth.signin.service2"
+    static let iat = 1_559_709_290
+    static let token = "eyJraWQiOiJBSURPUEsxIiwiYWxnIjoiUlMyNTYifQ"
+        + ".eyJpc3MiOiJodHRwczovL2FwcGxlaWQuYXBwbGUuY29tIiwiYXVkIjoianAueWF1dGguc2lnbmluLnNlcnZpY2UyIiwiZXhwIjoxNTU5NzA5ODkwLCJpYXQiOjE1NTk3MDkyOTAsInN1YiI6IjAwMDcyMy4yNWRhOGJlMzMyOTY0OTkxODk4NjMwOTQ3MjAyZmVmMC4wNDAyIiwiYXRfaGFzaCI6InpqUmlUN2QzVHFRNVM3cEZkbzZxWGcifQ"
+        + ".jDV-AVFM-Yx_lxc-hsJNF2mgD2PoRlQ8SJjharKom87pIKR1frQfaY_apO-AxyDrhvB3qOdfhZql08EHBHNWATlX3l6sAKL-bUPH6bzHxIZTWHZ9IOimPyvTOJNFyJWLsm6lGcqemKB1UQG2MQ06lI9qc6C6T8_obv2HPJ-Sm8OBE9z-CDyKGcFZ-R8b2Ut6TibmRyQ-kmB7na6ay9kGXm56I_TeA2QCMJGKH_X8C2M7kBPsO_WrYuogA3tnWLT8wi0TPD5zKnnBH0bXLgjeyE2lYRgboQttX6WqTdR0dN-mLi8ShTPEGUCkC7_jFJH9XpC7LfCeKl9tD3qzC_Dx1Q"
+}

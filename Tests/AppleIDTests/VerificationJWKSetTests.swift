@@ -111,3 +111,28 @@ import SIWACrypto
         #expect(try JWKSet.parse(try await provider.fetch()).kids.count == 2)
     }
 }
+
+/// End to end on Apple's own data: a real id_token against the real JWKS.
+@Suite struct VerificationRealAppleTokenTests {
+    private func verifier() throws -> JWTVerifier {
+        let cache = JWKSCache(provider: StaticJWKSProvider(document: Array(AppleJWKSFixture.json.utf8)))
+        return try JWTVerifier(keys: cache, clientIDs: [AppleIDTokenFixture.clientID])
+    }
+
+    @Test func realAppleIDTokenVerifiesWithTheRealJWKS() async throws {
+        let at = Date(timeIntervalSince1970: TimeInterval(AppleIDTokenFixture.iat + 1))
+        let claims = try await verifier().verify(AppleIDTokenFixture.token, at: at)
+        #expect(claims.sub == "000723.25da8be332964991898630947202fef0.0402")
+        #expect(claims.exp - (claims.iat ?? 0) == 600)
+    }
+
+    @Test func realTokenIsRejectedOnceExpiredOrWithOneBitFlipped() async throws {
+        let verifier = try verifier()
+        #expect(await verifier.rejection(AppleIDTokenFixture.token)?.reason == .expired)
+        var bytes = Array(AppleIDTokenFixture.token.utf8)
+        let index = bytes.count - 40
+        bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let at = Date(timeIntervalSince1970: TimeInterval(AppleIDTokenFixture.iat + 1))
+        #expect(await verifier.rejection(String(decoding: bytes, as: UTF8.self), at: at)?.reason == .badSignature)
+    }
+}
