@@ -3,7 +3,8 @@ import Foundation
 /// The claims of a token `JWTVerifier` accepted, normalised (apple-api.md §7.2 and §8.3).
 /// Times are whole seconds since 1970. Boolean claims are decoded from `true`/`false` or
 /// `"true"`/`"false"`. Absent claims are nil and omitted from the JSON encoding, which uses
-/// Apple's claim names (`email_verified`, `transfer_sub`, ...).
+/// Apple's claim names (`email_verified`, `transfer_sub`, ...). Boolean strings are matched
+/// case-insensitively; `iat`, `exp` and `real_user_status` also accept numeric strings.
 public struct VerifiedClaims: Sendable, Equatable, Encodable {
     /// Always `https://appleid.apple.com`.
     public let iss: String
@@ -27,6 +28,28 @@ public struct VerifiedClaims: Sendable, Equatable, Encodable {
     public let jti: String?
     /// The notification event, for server-to-server notifications.
     public let events: NotificationEvent?
+
+    /// Memberwise, for tests and in-memory twins of code that consumes verified claims.
+    public init(
+        iss: String, aud: [String], sub: String?, iat: Int?, exp: Int, email: String?,
+        emailVerified: Bool?, isPrivateEmail: Bool?, transferSub: String?, nonce: String?,
+        nonceSupported: Bool?, realUserStatus: Int?, jti: String?, events: NotificationEvent?
+    ) {
+        self.iss = iss
+        self.aud = aud
+        self.sub = sub
+        self.iat = iat
+        self.exp = exp
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.transferSub = transferSub
+        self.nonce = nonce
+        self.nonceSupported = nonceSupported
+        self.realUserStatus = realUserStatus
+        self.jti = jti
+        self.events = events
+    }
 
     private enum CodingKeys: String, CodingKey {
         case iss, aud, sub, iat, exp, email, nonce, jti, events
