@@ -1,0 +1,53 @@
+import Foundation
+
+/// A source of Apple's JWKS document (raw JSON bytes, `{"keys":[…]}`), fetched on demand by
+/// `JWKSCache`. Implementations throw any error on failure; the cache keeps its last good set.
+public protocol JWKSProvider: Sendable {
+    /// The current JWKS document as raw JSON bytes.
+    func fetch() async throws -> [UInt8]
+}
+
+/// Reads the JWKS from a file on every fetch (for `token verify --jwks FILE` and tests).
+public struct FileJWKSProvider: JWKSProvider {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// - Throws: `JWKSError` field `file` if the file cannot be read or exceeds
+    ///   `JWKSet.maxDocumentBytes`.
+    public func fetch() async throws -> [UInt8] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw JWKSError(field: "file", message: "cannot read \(path)")
+        }
+        guard data.count <= JWKSet.maxDocumentBytes else {
+            throw JWKSError(field: "file", message: "\(path) is \(data.count) bytes; the limit is \(JWKSet.maxDocumentBytes)")
+        }
+        return Array(data)
+    }
+}
+
+/// Fetches the JWKS over HTTP through an injected closure, e.g. one that calls
+/// `GET https://appleid.apple.com/auth/keys` with the app's HTTP transport and returns the body.
+public struct HTTPJWKSProvider: JWKSProvider {
+    private let get: @Sendable () async throws -> [UInt8]
+
+    /// - Parameter fetch: returns the response body of a successful JWKS request and throws on
+    ///   any transport error or non-2xx status.
+    public init(fetch: @escaping @Sendable () async throws -> [UInt8]) {
+        self.get = fetch
+    }
+
+    public func fetch() async throws -> [UInt8] { try await get() }
+}
+
+/// Serves fixed JWKS bytes (tests and the sandbox's own key set).
+public struct StaticJWKSProvider: JWKSProvider {
+    public let document: [UInt8]
+
+    public init(document: [UInt8]) { self.document = document }
+
+    public func fetch() async throws -> [UInt8] { document }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+@testable import AppleID
+import SIWACrypto
+
+/// `TokenVerifyCommandCore`, the core of `siwa-jobs token verify`.
+@Suite struct VerificationCommandTests {
+    typealias F = VerificationFixtures
+
+    private func run(_ token: String, provider: (any JWKSProvider)? = nil, clientIDs: [String] = F.clientIDs,
+                     at: Date? = F.nowDate, nonce: String? = nil) async throws -> (exitCode: Int32, output: String) {
+        await TokenVerifyCommandCore.run(token: token, jwks: try provider ?? F.standardProvider(), clientIDs: clientIDs, at: at, expectedNonce: nonce)
+    }
+
+    @Test func printsNormalisedClaimsAsPrettySortedJSON() async throws {
+        let events = #"{"type":"account-deleted","sub":"001.x.1","event_time":1657617063012}"#
+        let claims: [String: any Sendable] = ["iss": "https://appleid.apple.com", "aud": "com.example.web", "iat": F.now,
+                                              "exp": F.now + 60, "jti": "j1", "events": events]
+        let token = try F.rs256(claims, key: try F.keys()[1], extraHeader: ["kid": F.kidB])
+        let result = try await run("  " + token + "\n")
+        #expect(result.exitCode == 0)
+        #expect(result.output == """
+        {
+          "aud" : [
+            "com.example.web"
+          ],
+          "events" : {
+            "event_time" : "2022-07-12T09:11:03.012Z",
+            "sub" : "001.x.1",
+            "type" : "account-delete"
+          },
+          "exp" : 1700000060,
+          "iat" : 1700000000,
+          "iss" : "https://appleid.apple.com",
+          "jti" : "j1"
+        }
+        """)
+    }
+
+    @Test func rejectionsPrintTheReasonAndDetailWithoutTheToken() async throws {
+        let token = try F.rs256(F.claims(["exp": F.now - 3600]), key: try F.keys()[0])
+        let result = try await run(token)
+        #expect(result.exitCode == 1)
+        #expect(result.output == "rejected: expired: exp 1699996400 is 3600 s before the verification time 1700000000 (leeway 60 s)")
+        let forged = try F.rs256(F.idClaims(), key: try F.keys()[2])
+        let bad = try await run(forged)
+        #expect(bad.exitCode == 1 && bad.output.hasPrefix("rejected: badSignature: "))
+        #expect(!bad.output.contains(forged))
+        let none = try await run("eyJhbGciOiJub25lIn0.e30.")
+        #expect(none == (1, "rejected: algNotAllowed: alg \"none\" is not allowed; only RS256 is accepted"))
+    }
+
+    @Test func atSetsTheVerificationTime() async throws {
+        let token = try F.rs256(F.idClaims(), key: try F.keys()[0])
+        #expect(try await run(token, at: Date(timeIntervalSince1970: TimeInterval(F.now + 100))).exitCode == 0)
+        #expect(try await run(token, at: Date(timeIntervalSince1970: TimeInterval(F.now + 10_000))).output.hasPrefix("rejected: expired: "))
+        #expect(try await run(token, at: nil).output.hasPrefix("rejected: expired: "), "defaults to the real clock, long after the fixture time")
+    }
+
+    @Test func nonceAndAudienceOptions() async throws {
+        let token = try F.rs256(F.claims(["nonce": Digest.sha256Hex("raw-nonce")]), key: try F.keys()[0])
+        #expect(try await run(token, nonce: "raw-nonce").exitCode == 0)
+        #expect(try await run(token, nonce: "other").output == "rejected: nonceMismatch: nonce is neither the expected nonce nor its SHA-256 hex")
+        #expect(try await run(token, clientIDs: ["com.example.web"]).output.hasPrefix("rejected: wrongAudience: aud is \"com.example.app\""))
+        #expect(try await run(token, clientIDs: []) == (64, "usage: invalid clientIDs: at least one client id is required to check aud"))
+    }
+
+    @Test func unusableJWKSIsNotAVerdictOnTheToken() async throws {
+        let token = try F.rs256(F.idClaims(), key: try F.keys()[0])
+        let missing = try await run(token, provider: FileJWKSProvider(path: "/nonexistent/keys.json"))
+        #expect(missing == (69, "error: JWKS file: cannot read /nonexistent/keys.json"))
+        let empty = try await run(token, provider: StaticJWKSProvider(document: Array(#"{"keys":[]}"#.utf8)))
+        #expect(empty == (69, "error: JWKS keys: no usable RSA signing key among 0"))
+    }
+
+    @Test func realAppleJWKSSelectsTheTokensKid() async throws {
+        let token = try F.rs256(F.idClaims(), kid: "fh6Bs8C", key: try F.keys()[0])
+        let result = try await run(token, provider: StaticJWKSProvider(document: Array(AppleJWKSFixture.json.utf8)))
+        #expect(result == (1, "rejected: badSignature: RS256 signature does not verify with the JWKS key for kid \"fh6Bs8C\""))
+        let unknown = try F.rs256(F.idClaims(), kid: "W6WcOKB", key: try F.keys()[0])
+        let other = try await run(unknown, provider: StaticJWKSProvider(document: Array(AppleJWKSFixture.json.utf8)))
+        #expect(other.exitCode == 1)
+        #expect(other.output.hasPrefix("rejected: unknownKID: kid \"W6WcOKB\" not in the JWKS; known kids: AIDOPK1, fh6Bs8C"))
+    }
+}
