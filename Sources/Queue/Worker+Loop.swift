@@ -3,24 +3,48 @@ import Foundation
 extension Worker {
     enum ChildResult: Sendable {
         case item(ClaimedItem, kind: String, ItemOutcome)
+        /// A claim round trip finished (claim, job lookup, handler preparation).
+        case claimed(ClaimBatch)
         /// The grace period after a stop request ran out.
         case graceExpired
         /// The grace watcher was cancelled (the loop ended first).
         case watcherEnded
     }
 
-    /// Claims, dispatches into a bounded task group (prime, then top up on `next()`), and turns
-    /// outcomes into completions for the flusher.
+    /// A claimed item whose operation is prepared and waiting for a free slot.
+    struct ReadyItem: Sendable {
+        let item: ClaimedItem
+        let kind: String
+        let operation: @Sendable () async -> ItemOutcome
+    }
+
+    /// What one claim round trip produced.
+    struct ClaimBatch: Sendable {
+        var requested: Int
+        var claimed = 0
+        var ready: [ReadyItem] = []
+        /// Items that could not be prepared, with their kind and the reason; released uncharged.
+        var unprepared: [(item: ClaimedItem, kind: String, reason: String)] = []
+        var error: String?
+    }
+
+    /// Runs at most `concurrency` items in a task group. Claims run as a child task of the same
+    /// group, ahead of need into a small local buffer, so the loop never waits on the database
+    /// while items finish and a finished item's slot is refilled at once. Outcomes become
+    /// completions for the flusher.
     func mainLoop() async -> WorkerReport {
         var report = WorkerReport()
-        var jobs: [Int64: JobRecord] = [:]
         let kinds = handlers.keys.sorted()
         let concurrency = max(1, configuration.concurrency)
+        // Items held (running + ready) aim at concurrency + prefetch; claims are batched by claimThreshold.
+        let prefetch = max(1, min(configuration.claimBatch, concurrency / 2))
         let claimThreshold = max(1, min(configuration.claimBatch, concurrency / 4))
         var databaseErrors = 0
 
         await withTaskGroup(of: ChildResult.self) { group in
             var inflight = 0
+            var ready: [ReadyItem] = []
+            var claimInFlight = false
             var wantClaim = true
             var graceExpired = false
             var stopLogged = false
@@ -35,7 +59,9 @@ extension Worker {
             }
             loop: while true {
                 if isStopping {
-                    if inflight == 0 { break loop }
+                    ready.forEach { release($0.item, kind: $0.kind, reason: "released on shutdown", report: &report) }
+                    ready.removeAll()
+                    if inflight == 0 && !claimInFlight { break loop }
                     if !stopLogged {
                         stopLogged = true
                         logger.info("stopping: no more claims; waiting for in-flight items", [
@@ -43,32 +69,25 @@ extension Worker {
                     }
                 } else {
                     if wakeup.consume() { wantClaim = true }
-                    let free = concurrency - inflight
-                    if wantClaim && (free >= claimThreshold || inflight == 0) {
-                        let limit = min(free, configuration.claimBatch)
-                        var claimed: [ClaimedItem] = []
-                        do {
-                            claimed = try await store.claim(owner: configuration.workerID, kinds: kinds, limit: limit,
-                                                            leaseSeconds: configuration.leaseSeconds)
-                            databaseErrors = 0
-                        } catch {
-                            databaseErrors += 1
-                            logger.error("claim failed", ["error": "\(error)", "consecutive": "\(databaseErrors)"])
-                            if configuration.drain && databaseErrors >= 5 && inflight == 0 {
-                                report.databaseFailure = "\(error)"
-                                break loop
+                    let deficit = concurrency + prefetch - inflight - ready.count
+                    if !claimInFlight && wantClaim && (deficit >= claimThreshold || (inflight == 0 && ready.isEmpty)) {
+                        claimInFlight = true
+                        let limit = min(deficit, configuration.claimBatch)
+                        let backoff = databaseErrors == 0 ? 0 : min(5.0, 0.2 * Double(databaseErrors))
+                        group.addTask { [self] in .claimed(await self.claimBatch(limit: limit, kinds: kinds, backoff: backoff)) }
+                    }
+                    while inflight < concurrency, !ready.isEmpty {
+                        let next = ready.removeFirst()
+                        group.addTask { [self] in
+                            if Task.isCancelled || self.isPaused(next.item.jobID) {
+                                return .item(next.item, kind: next.kind, .released)
                             }
-                            try? await Task.sleep(for: .milliseconds(Int(min(5.0, 0.2 * Double(databaseErrors)) * 1000)))
-                            continue
+                            return .item(next.item, kind: next.kind, await next.operation())
                         }
-                        wantClaim = claimed.count == limit
-                        if !claimed.isEmpty {
-                            inFlight.insert(claimed.map(\.id))
-                            inflight += await dispatch(claimed, jobs: &jobs, into: &group, report: &report)
-                        }
+                        inflight += 1
                     }
                 }
-                if inflight == 0 {
+                if inflight == 0 && ready.isEmpty && !claimInFlight {
                     if isStopping { break loop }
                     // Idle: everything we wrote is visible before we look at the backlog.
                     await flusher.waitUntilIdle()
@@ -92,6 +111,22 @@ extension Worker {
                     group.cancelAll()
                 case .watcherEnded:
                     break
+                case let .claimed(batch):
+                    claimInFlight = false
+                    for entry in batch.unprepared { release(entry.item, kind: entry.kind, reason: entry.reason, report: &report) }
+                    if let error = batch.error {
+                        databaseErrors += 1
+                        logger.error("claim failed", ["error": error, "consecutive": "\(databaseErrors)"])
+                        if configuration.drain && databaseErrors >= 5 && inflight == 0 && ready.isEmpty {
+                            report.databaseFailure = error
+                            break loop
+                        }
+                        wantClaim = true
+                    } else {
+                        databaseErrors = 0
+                        wantClaim = batch.claimed == batch.requested
+                    }
+                    ready += batch.ready
                 case let .item(item, kind, outcome):
                     inflight -= 1
                     await record(outcome, of: item, kind: kind, cancelled: graceExpired, report: &report)
@@ -102,38 +137,50 @@ extension Worker {
         return report
     }
 
-    /// Prepares claimed items per job and adds one child task per item. Returns how many were added;
-    /// items that cannot be prepared are released.
-    private func dispatch(_ claimed: [ClaimedItem], jobs: inout [Int64: JobRecord],
-                          into group: inout TaskGroup<ChildResult>, report: inout WorkerReport) async -> Int {
-        let unknown = Set(claimed.map(\.jobID)).filter { jobs[$0] == nil }
-        if !unknown.isEmpty, let fetched = try? await store.jobs(ids: Array(unknown)) {
-            for job in fetched { jobs[job.id] = job }
+    /// One claim round trip, run as a child task: claim, look up unknown jobs, prepare per job.
+    /// After a failure it first waits `backoff` seconds, so a database outage is not hammered.
+    func claimBatch(limit: Int, kinds: [String], backoff: Double) async -> ClaimBatch {
+        var batch = ClaimBatch(requested: limit)
+        if backoff > 0 { try? await Task.sleep(for: .milliseconds(Int(backoff * 1000))) }
+        let claimed: [ClaimedItem]
+        do {
+            claimed = try await store.claim(owner: configuration.workerID, kinds: kinds, limit: limit,
+                                            leaseSeconds: configuration.leaseSeconds)
+        } catch {
+            batch.error = "\(error)"
+            return batch
         }
-        var added = 0
+        batch.claimed = claimed.count
+        guard !claimed.isEmpty else { return batch }
+        inFlight.insert(claimed.map(\.id))
+        let jobs = await jobRecords(Set(claimed.map(\.jobID)))
         for (jobID, items) in Dictionary(grouping: claimed, by: \.jobID) {
             guard let job = jobs[jobID], let handler = handlers[job.kind] else {
-                items.forEach { release($0, kind: jobs[jobID]?.kind ?? "", reason: "job not loaded", report: &report) }
+                batch.unprepared += items.map { ($0, jobs[jobID]?.kind ?? "", "job not loaded") }
                 continue
             }
-            let operations: [@Sendable () async -> ItemOutcome]
             do {
-                operations = try await handler.prepare(items, of: job)
+                let operations = try await handler.prepare(items, of: job)
+                for (item, operation) in zip(items, operations) {
+                    batch.ready.append(ReadyItem(item: item, kind: job.kind, operation: operation))
+                }
             } catch {
                 logger.error("preparing items failed; releasing them", ["job.id": "\(jobID)", "error": "\(error)"])
-                items.forEach { release($0, kind: job.kind, reason: "prepare failed", report: &report) }
-                continue
-            }
-            for (item, operation) in zip(items, operations) {
-                let kind = job.kind
-                group.addTask { [self] in
-                    if Task.isCancelled || self.isPaused(item.jobID) { return .item(item, kind: kind, .released) }
-                    return .item(item, kind: kind, await operation())
-                }
-                added += 1
+                batch.unprepared += items.map { ($0, job.kind, "prepare failed") }
             }
         }
-        return added
+        return batch
+    }
+
+    /// Job records by id, from the cache or the store.
+    func jobRecords(_ ids: Set<Int64>) async -> [Int64: JobRecord] {
+        var known = jobCache.withLock { cache in ids.reduce(into: [Int64: JobRecord]()) { $0[$1] = cache[$1] } }
+        let missing = ids.filter { known[$0] == nil }
+        if !missing.isEmpty, let fetched = try? await store.jobs(ids: Array(missing)) {
+            jobCache.withLock { cache in for job in fetched { cache[job.id] = job } }
+            for job in fetched { known[job.id] = job }
+        }
+        return known
     }
 
     private func release(_ item: ClaimedItem, kind: String, reason: String, report: inout WorkerReport, counted: Bool = true) {

@@ -15,6 +15,7 @@ public final class Worker: Sendable {
     let flusher: Flusher
     let stopSignal = StopSignal()
     let pausedJobs = Mutex<Set<Int64>>([])
+    let jobCache = Mutex<[Int64: JobRecord]>([:])
     let random: @Sendable () -> Double
 
     /// - Parameters:
