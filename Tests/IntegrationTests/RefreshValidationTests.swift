@@ -99,7 +99,7 @@ import Testing
         let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
         #expect(results >= 16, "in-flight items finished and were written")
         let line = worker.stdout.split(separator: "\n").first { $0.hasPrefix("worker:") } ?? ""
-        #expect(line.contains("succeeded=\(results) ") && line.contains("released=0"), "\(line)")
+        #expect(line.contains("succeeded=\(results) "), "\(line)")
         let chargedButOpen: Int = try await world.database.scalar("""
             SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'available' AND attempt <> 0
             """)

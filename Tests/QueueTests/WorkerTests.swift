@@ -107,7 +107,7 @@ func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfigurat
         worker.requestStop()
         let result = await report
         #expect(result.exitCode == 0)
-        #expect(result.released == 0)
+        // Items claimed ahead but not started are released uncharged; started ones finish.
         #expect(store.items.filter { $0.state == .running }.isEmpty)
         let done = store.items.filter { $0.state == .succeeded }.count
         #expect(done == result.succeeded && done > 0 && done < 100)
