@@ -12,6 +12,7 @@ final class AdminEndpoints: Sendable {
 
     func handle(_ req: SandboxRequest) -> SandboxResponse {
         do {
+            if let migration = try handleMigration(req) { return migration }
             switch (req.method, req.path) {
             case ("POST", "/__sandbox/teams"): return try registerTeam(req.body)
             case ("POST", "/__sandbox/refresh-tokens"): return try registerTokens(req.body)

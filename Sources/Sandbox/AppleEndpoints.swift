@@ -43,7 +43,7 @@ final class AppleEndpoints: Sendable {
     }
 
     /// Content type, strict form parsing and allowed parameters.
-    private func form(_ req: SandboxRequest, allowed: Set<String>) throws(Rejection) -> FormBody {
+    func form(_ req: SandboxRequest, allowed: Set<String>) throws(Rejection) -> FormBody {
         guard req.isFormEncoded else { throw Rejection("invalid_request", "content_type") }
         let form: FormBody
         do {
@@ -57,7 +57,7 @@ final class AppleEndpoints: Sendable {
         return form
     }
 
-    private func authenticate(_ form: FormBody, now: Double,
+    func authenticate(_ form: FormBody, now: Double,
                               tally: inout RequestTally) throws(Rejection) -> SandboxModel.VerifiedSecret {
         guard let clientID = form["client_id"], !clientID.isEmpty,
               let secret = form["client_secret"], !secret.isEmpty else {
@@ -70,7 +70,7 @@ final class AppleEndpoints: Sendable {
     }
 
     /// Runs `body`, turning a `Rejection` into its response.
-    private func answer(_ body: () throws(Rejection) -> SandboxResponse) -> SandboxResponse {
+    func answer(_ body: () throws(Rejection) -> SandboxResponse) -> SandboxResponse {
         do { return try body() } catch { return error.response }
     }
 

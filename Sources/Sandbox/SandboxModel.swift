@@ -46,6 +46,8 @@ public final class SandboxModel: Sendable {
 
     let registry = Mutex(Registry())
     let counters = Mutex(SandboxStats())
+    /// App-transfer users, transfers, issued transfer identifiers and the clock offset.
+    let migration = Mutex(MigrationRegistry())
     /// The most recent access tokens handed out (at most `issuedAccessTokenLimit`), so tests can
     /// prove none of them reached logs, results or views.
     let recentAccessTokens = Mutex<[String]>([])

@@ -20,6 +20,10 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
     public var accessTokensMinted = 0
     /// id_tokens signed.
     public var idTokensSigned = 0
+    /// `transfer_sub` values handed to sending teams by `/auth/usermigrationinfo`.
+    public var transferSubsIssued = 0
+    /// `transfer_sub` values exchanged by recipient teams for their `sub`.
+    public var transferSubsExchanged = 0
 
     public init() {}
 
@@ -30,6 +34,8 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
         case bearerTokensMinted = "bearer_tokens_minted"
         case accessTokensMinted = "access_tokens_minted"
         case idTokensSigned = "id_tokens_signed"
+        case transferSubsIssued = "transfer_subs_issued"
+        case transferSubsExchanged = "transfer_subs_exchanged"
     }
 }
 
@@ -45,6 +51,8 @@ struct RequestTally {
     var bearerMinted = false
     var accessMinted = false
     var idTokenSigned = false
+    var transferSubIssued = false
+    var transferSubExchanged = false
 
     init(endpoint: String) { self.endpoint = endpoint }
 }
@@ -61,5 +69,7 @@ extension SandboxStats {
         if t.bearerMinted { bearerTokensMinted += 1 }
         if t.accessMinted { accessTokensMinted += 1 }
         if t.idTokenSigned { idTokensSigned += 1 }
+        if t.transferSubIssued { transferSubsIssued += 1 }
+        if t.transferSubExchanged { transferSubsExchanged += 1 }
     }
 }

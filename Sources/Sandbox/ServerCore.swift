@@ -41,7 +41,7 @@ final class ServerCore: Sendable {
 
     static func endpointLabel(_ path: String) -> String {
         switch path {
-        case "/auth/token", "/auth/revoke", "/auth/keys": path
+        case "/auth/token", "/auth/revoke", "/auth/keys", "/auth/usermigrationinfo": path
         case _ where path.hasPrefix("/__sandbox/"): "admin"
         default: "other"
         }
@@ -89,6 +89,8 @@ final class ServerCore: Sendable {
             return req.method == "POST" ? apple.token(req, now: now, tally: &tally) : .methodNotAllowed("POST")
         case "/auth/revoke":
             return req.method == "POST" ? apple.revoke(req, now: now, tally: &tally) : .methodNotAllowed("POST")
+        case "/auth/usermigrationinfo":
+            return req.method == "POST" ? apple.userMigrationInfo(req, now: now, tally: &tally) : .methodNotAllowed("POST")
         case "/auth/keys":
             return req.method == "GET" ? apple.keys() : .methodNotAllowed("GET")
         case _ where req.path.hasPrefix("/__sandbox/"):
