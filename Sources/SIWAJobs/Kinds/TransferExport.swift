@@ -1,0 +1,127 @@
+import AppleID
+import Foundation
+import Postgres
+import Queue
+
+/// Sending side of an app transfer: for each account of one team and client, `POST
+/// /auth/usermigrationinfo` with `sub`, `target` (the recipient Team ID), `client_id`,
+/// `client_secret` and `Authorization: Bearer` (apple-api.md §4.2; TN3159), storing the returned
+/// `transfer_sub` in `siwa.transfer_subs`.
+///
+/// Spec: `team_id`, `client_id`, `target`, `transfer_date` (`YYYY-MM-DD`). Before any Apple call
+/// the worker re-checks `target` (10 characters `[A-Z0-9]`, not the sender) and the 60-day window;
+/// either failure pauses the job with the reason.
+///
+/// Outcomes: `exported` (a transfer_sub stored); `failed` for a per-user refusal, recorded with
+/// Apple's error and never aborting the batch (`invalid_request`: the user revoked access or the sub
+/// is unknown); `discarded` after transient errors ran out of attempts. Configuration errors and
+/// `invalid_grant` with a fresh token pause the job (`MigrationCall.jobLevelOutcome`).
+public struct TransferExportHandler: JobHandler {
+    public static let kind = "transfer-export"
+    public var kind: String { Self.kind }
+
+    let pool: PostgresPool
+    let registry: AppleClientRegistry
+    let tokens: MigrationTokens
+
+    public init(pool: PostgresPool, registry: AppleClientRegistry, tokens: MigrationTokens) {
+        self.pool = pool
+        self.registry = registry
+        self.tokens = tokens
+    }
+
+    public var effectSQL: String? {
+        """
+        INSERT INTO siwa.transfer_subs AS s (account_id, target_team_id, transfer_sub, failure, job_id)
+        SELECT d.account_id, d.effect->>'target', d.effect->>'transfer_sub', d.effect->>'failure', d.job_id
+        FROM done d
+        WHERE d.account_id IS NOT NULL AND d.effect ? 'target' AND d.state IN ('succeeded', 'failed')
+        ON CONFLICT (account_id, target_team_id) DO UPDATE
+        SET transfer_sub = EXCLUDED.transfer_sub, failure = EXCLUDED.failure, job_id = EXCLUDED.job_id, updated_at = now()
+        WHERE s.transfer_sub IS NULL
+        """ + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert)
+    }
+
+    /// Plans the rest of an export after its canary: the same selection as `enqueueTransferExport`,
+    /// past the last canary account.
+    static let releaseInsert = """
+        INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
+        SELECT g.job_id, a.id, g.max_attempts
+        FROM transfer_canary g
+        JOIN siwa.accounts a ON a.team_id = g.team_id AND a.client_id = g.client_id
+        WHERE g.canary_remaining <= 0 AND a.id > g.canary_last_key AND a.deleted_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM siwa.transfer_subs s
+                          WHERE s.account_id = a.id AND s.target_team_id = g.peer_team_id
+                            AND (s.transfer_sub IS NOT NULL OR NOT g.retry_failed))
+        ORDER BY a.id
+        RETURNING job_id
+        """
+
+    public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
+        let teamID: String, clientID: String, target: String, window: TransferWindow
+        do {
+            let spec = try JobSpec(json: job.spec)
+            teamID = try spec.require("team_id")
+            clientID = try spec.require("client_id")
+            target = try spec.require("target")
+            window = try TransferWindow(day: try spec.require("transfer_date"))
+            try TransferTarget.validate(target, sender: teamID)
+            try window.requireOpen()
+        } catch {
+            let reason = "transfer export refused before any Apple call: \(error)"
+            return items.map { _ in { .pauseJob(reason: reason) } }
+        }
+        guard let client = registry.client(teamID: teamID, clientID: clientID) else {
+            let reason = "no Apple credentials configured for team '\(teamID)' and client '\(clientID)': add the team to "
+                + "SIWA_TEAMS_FILE (or set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE, SIWA_CLIENT_ID) for this worker"
+            return items.map { _ in { .pauseJob(reason: reason) } }
+        }
+        let subs = try await loadSubs(items.compactMap(\.accountID))
+        let provider = tokens.provider(teamID: teamID, client: client)
+        return items.map { item in
+            let sub = item.accountID.flatMap { subs[$0] }
+            return { await Self.export(sub: sub, target: target, teamID: teamID, window: window, client: client, provider: provider) }
+        }
+    }
+
+    private func loadSubs(_ accountIDs: [Int64]) async throws -> [Int64: String] {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("SELECT id, sub FROM siwa.accounts WHERE id = ANY(\(accountIDs))")
+        }
+        var map: [Int64: String] = [:]
+        for row in rows { map[try row.decode("id")] = try row.decode("sub") }
+        return map
+    }
+
+    static func export(sub: String?, target: String, teamID: String, window: TransferWindow,
+                       client: AppleIDClient, provider: MigrationTokenProvider) async -> ItemOutcome {
+        guard let sub else {
+            return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "account not found"])), audit: nil, effect: nil)
+        }
+        let result = await MigrationCall.run(provider) { token in await client.exchangeSub(sub, target: target, accessToken: token) }
+        switch result {
+        case .success(let transferSub):
+            return .succeeded(
+                ResultRecord(outcome: "exported", httpStatus: 200, detail: jsonObject(["target": target])),
+                audit: AuditRecord(action: "transfer.exported", detail: jsonObject(["target": target])),
+                effect: jsonObject(["target": target, "transfer_sub": transferSub]))
+        case .failure(let failure):
+            let discarded = ResultRecord(outcome: "discarded", detail: "{}")
+            if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
+                                                           window: window, discarded: discarded) {
+                return outcome
+            }
+            guard case .call(let error) = failure else { return .released }
+            let code = error.appleError ?? "http_\(error.httpStatus.map(String.init) ?? "error")"
+            let reason = error.appleError == "invalid_request"
+                ? "Apple refused this user (invalid_request): usually the user revoked Sign in with Apple for this app, "
+                    + "or the sub is not a user of this app"
+                : "Apple refused this user: \(error.detail)"
+            return .failed(
+                ResultRecord(outcome: "failed", httpStatus: error.httpStatus, appleError: error.appleError,
+                             detail: jsonObject(["reason": reason, "target": target])),
+                audit: AuditRecord(action: "transfer.export_failed", detail: jsonObject(["target": target, "apple_error": code])),
+                effect: jsonObject(["target": target, "failure": code]))
+        }
+    }
+}

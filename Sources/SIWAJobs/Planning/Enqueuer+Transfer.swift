@@ -1,0 +1,106 @@
+import Foundation
+import Postgres
+
+extension Enqueuer {
+    /// Default number of canary items: run alone before the rest of a transfer job is planned.
+    public static let defaultCanary = 20
+
+    /// Plans a transfer export for the accounts of `teamID`/`clientID` (sending team) that have no
+    /// `transfer_sub` for `target` yet (nor a recorded refusal, unless `retryFailed`).
+    ///
+    /// Only the first `canary` accounts (by id) are planned now; the rest is planned when they
+    /// finish (`TransferCanarySQL`). `canary: 0` plans everything at once.
+    /// - Parameters:
+    ///   - target: the recipient's 10-character Team ID.
+    ///   - transferDate: `YYYY-MM-DD`, the day the transfer is (or was) accepted.
+    /// - Throws: `TransferRuleError` (bad target, own team, closed window) before anything is
+    ///   written; `EnqueueError` when an export for this client and target is already active.
+    public func enqueueTransferExport(teamID: String, clientID: String, target: String, transferDate: String,
+                                      canary: Int = defaultCanary, retryFailed: Bool = false, maxAttempts: Int = 5,
+                                      createdBy: String, now: Date = Date()) async throws -> EnqueuedJob {
+        try TransferTarget.validate(target, sender: teamID)
+        let window = try TransferWindow(day: transferDate)
+        try window.requireOpen(now: now)
+        let canarySize = max(0, canary)
+        let spec = jsonObject(["team_id": teamID, "client_id": clientID, "target": target, "transfer_date": window.day])
+        let uniqueKey = "transfer-export:\(teamID):\(clientID):\(target)"
+        let day = window.day
+        return try await plan(kind: TransferExportHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
+            """
+            WITH picked AS (
+                SELECT a.id FROM siwa.accounts a
+                WHERE a.team_id = \(teamID) AND a.client_id = \(clientID) AND a.deleted_at IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM siwa.transfer_subs s
+                                  WHERE s.account_id = a.id AND s.target_team_id = \(target)
+                                    AND (s.transfer_sub IS NOT NULL OR NOT \(retryFailed)::boolean))
+                ORDER BY a.id
+                LIMIT \(canarySize > 0 ? canarySize : nil)::bigint
+            ), items AS (
+                INSERT INTO siwa.job_items (job_id, account_id, payload, max_attempts)
+                SELECT \(jobID), id, CASE WHEN \(canarySize)::int > 0 THEN '{"canary":true}'::jsonb END, \(maxAttempts)
+                FROM picked ORDER BY id
+                RETURNING account_id
+            ), gate AS (
+                INSERT INTO siwa.transfer_jobs (job_id, direction, team_id, client_id, peer_team_id, transfer_date, retry_failed,
+                                                max_attempts, canary_size, canary_remaining, canary_last_key, released_at)
+                SELECT \(jobID), 'export', \(teamID), \(clientID), \(target), \(day)::date, \(retryFailed)::boolean, \(maxAttempts),
+                       \(canarySize), CASE WHEN \(canarySize)::int > 0 THEN (SELECT count(*) FROM items) ELSE 0 END,
+                       COALESCE((SELECT max(account_id) FROM items), 0),
+                       CASE WHEN \(canarySize)::int > 0 THEN NULL ELSE now() END
+            )
+            SELECT 1 FROM items
+            """
+        }
+    }
+
+    /// Plans a transfer import of a loaded hand-off file (`siwa-jobs transfer import-csv`): one item
+    /// per row still `pending` (and `failed` ones when `retryFailed`), canary first as for exports.
+    /// - Throws: `EnqueueError` for an unknown import or an active import of it; `TransferRuleError`
+    ///   when the window has closed.
+    public func enqueueTransferImport(importID: Int64, canary: Int = defaultCanary, retryFailed: Bool = false,
+                                      maxAttempts: Int = 5, createdBy: String, now: Date = Date()) async throws -> EnqueuedJob {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                SELECT team_id, client_id, source_team_id, transfer_date::text AS transfer_date
+                FROM siwa.transfer_imports WHERE id = \(importID)
+                """)
+        }
+        guard let row = rows.first else {
+            throw EnqueueError(message: "import \(importID) not found: load the file with 'siwa-jobs transfer import-csv' first")
+        }
+        let teamID: String = try row.decode("team_id"), clientID: String = try row.decode("client_id")
+        let source = try row.decode("source_team_id", as: String?.self)
+        let window = try TransferWindow(day: try row.decode("transfer_date"))
+        try window.requireOpen(now: now)
+        let canarySize = max(0, canary)
+        let spec = jsonObject(["team_id": teamID, "client_id": clientID, "import_id": String(importID),
+                               "transfer_date": window.day, "source_team_id": source])
+        let day = window.day
+        return try await plan(kind: TransferImportHandler.kind, spec: spec, uniqueKey: "transfer-import:\(importID)",
+                              createdBy: createdBy) { jobID in
+            """
+            WITH picked AS (
+                SELECT r.line_no FROM siwa.transfer_import_rows r
+                WHERE r.import_id = \(importID) AND (r.state = 'pending' OR (\(retryFailed)::boolean AND r.state = 'failed'))
+                ORDER BY r.line_no
+                LIMIT \(canarySize > 0 ? canarySize : nil)::bigint
+            ), items AS (
+                INSERT INTO siwa.job_items (job_id, payload, max_attempts)
+                SELECT \(jobID), CASE WHEN \(canarySize)::int > 0 THEN jsonb_build_object('line', line_no, 'canary', true)
+                                      ELSE jsonb_build_object('line', line_no) END, \(maxAttempts)
+                FROM picked ORDER BY line_no
+                RETURNING (payload->>'line')::int AS line_no
+            ), gate AS (
+                INSERT INTO siwa.transfer_jobs (job_id, direction, team_id, client_id, peer_team_id, transfer_date, import_id,
+                                                retry_failed, max_attempts, canary_size, canary_remaining, canary_last_key,
+                                                released_at)
+                SELECT \(jobID), 'import', \(teamID), \(clientID), \(source), \(day)::date, \(importID), \(retryFailed)::boolean,
+                       \(maxAttempts), \(canarySize), CASE WHEN \(canarySize)::int > 0 THEN (SELECT count(*) FROM items) ELSE 0 END,
+                       COALESCE((SELECT max(line_no) FROM items), 0),
+                       CASE WHEN \(canarySize)::int > 0 THEN NULL ELSE now() END
+            )
+            SELECT 1 FROM items
+            """
+        }
+    }
+}

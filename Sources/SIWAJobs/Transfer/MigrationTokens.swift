@@ -1,0 +1,102 @@
+import AppleID
+import Queue
+import Synchronization
+
+/// The migration-token providers of this process, one per (team ID, client ID), shared by the
+/// transfer kinds so every in-flight item of a team and client reuses one bearer token.
+public final class MigrationTokens: Sendable {
+    private let providers = Mutex<[String: MigrationTokenProvider]>([:])
+    let refreshMarginSeconds: Double
+
+    /// - Parameter refreshMarginSeconds: re-mint this long before `expires_in` runs out (default 300 s).
+    public init(refreshMarginSeconds: Double = 300) {
+        self.refreshMarginSeconds = refreshMarginSeconds
+    }
+
+    /// The provider for `client` of `teamID`, created on first use.
+    public func provider(teamID: String, client: AppleIDClient) -> MigrationTokenProvider {
+        providers.withLock { map in
+            let key = teamID + "\u{1F}" + client.clientID
+            if let existing = map[key] { return existing }
+            let created = MigrationTokenProvider(client: client, refreshMarginSeconds: refreshMarginSeconds)
+            map[key] = created
+            return created
+        }
+    }
+}
+
+/// Why a migration call did not produce a value.
+enum MigrationCallFailure: Error {
+    /// Minting the bearer token failed.
+    case mint(AppleIDError)
+    /// `invalid_grant` again with a token minted after the first `invalid_grant`: not the token's
+    /// age; the window is closed or Apple refuses this transfer.
+    case grantRefused(AppleIDError)
+    /// The call itself failed (per-user, configuration or transient; see `errorClass`).
+    case call(AppleIDError)
+}
+
+enum MigrationCall {
+    /// Runs `body` with the shared bearer token. On `invalid_grant` the token is invalidated
+    /// (single-flight re-mint) and `body` runs once more with the new token.
+    static func run<T: Sendable>(_ provider: MigrationTokenProvider,
+                                 _ body: @Sendable (String) async -> Result<T, AppleIDError>) async -> Result<T, MigrationCallFailure> {
+        for attempt in 1...2 {
+            let token: MigrationToken
+            switch await provider.token() {
+            case .success(let t): token = t
+            case .failure(let error): return .failure(.mint(error))
+            }
+            switch await body(token.value) {
+            case .success(let value):
+                return .success(value)
+            case .failure(let error) where error.appleError == "invalid_grant":
+                await provider.invalidate(token)
+                if attempt == 2 { return .failure(.grantRefused(error)) }
+            case .failure(let error):
+                return .failure(.call(error))
+            }
+        }
+        return .failure(.call(AppleIDError(errorClass: .transient, detail: "migration call not attempted")))
+    }
+
+    /// The item outcome for every failure that is not about the user: cancellation releases,
+    /// configuration errors and refused grants pause the job with what to check, transient errors
+    /// retry. Returns nil for a per-user (permanent) call failure, which the kind records.
+    static func jobLevelOutcome(_ failure: MigrationCallFailure, clientID: String, teamID: String,
+                                window: TransferWindow, discarded: ResultRecord) -> ItemOutcome? {
+        let error: AppleIDError
+        switch failure {
+        case .mint(let e):
+            if e.isCancellation { return .released }
+            if e.errorClass == .transient { return retry(e, discarded) }
+            return .pauseJob(reason: "Apple refused the user.migration access token for team \(teamID), client '\(clientID)' "
+                + "(\(e.appleError ?? e.detail)): check the team ID, the key ID (kid), that the .p8 key belongs to this team "
+                + "and has Sign in with Apple enabled, and the client ID; then resume the job")
+        case .grantRefused(let e):
+            return .pauseJob(reason: "Apple answered \(e.appleError ?? "invalid_grant") to /auth/usermigrationinfo even with a freshly minted "
+                + "token for team \(teamID), client '\(clientID)': the migration window is likely closed (transfer date "
+                + "\(window.day), \(window.daysLeft()) days left by our clock). If it has closed: transfer the app back to "
+                + "the sending team, then transfer it again, and run the export and import again with the new --transfer-date")
+        case .call(let e):
+            error = e
+        }
+        if error.isCancellation { return .released }
+        switch error.errorClass {
+        case .transient: return retry(error, discarded)
+        case .configuration:
+            return .pauseJob(reason: "Apple rejected the client configuration (\(error.appleError ?? "configuration error")) for "
+                + "team \(teamID), client '\(clientID)': check the team ID, the key ID (kid), the .p8 key and the client ID; "
+                + "then resume the job")
+        case .permanent: return nil
+        }
+    }
+
+    private static func retry(_ error: AppleIDError, _ discarded: ResultRecord) -> ItemOutcome {
+        var result = discarded
+        result.httpStatus = error.httpStatus
+        result.appleError = error.appleError
+        result.detail = jsonObject(["reason": error.detail])
+        return .retry(error: error.description, retryAfterSeconds: error.retryAfterSeconds, result: result)
+    }
+}

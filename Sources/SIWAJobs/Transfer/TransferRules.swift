@@ -1,0 +1,85 @@
+import Foundation
+
+/// A transfer refused before any Apple call; `description` says what is wrong and what to do.
+public struct TransferRuleError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let message: String
+    public var description: String { message }
+}
+
+/// Checks on the recipient team ID sent as `target` (apple-api.md §4.2).
+public enum TransferTarget {
+    /// Refuses a `target` that is not a 10-character Apple Team ID (`[A-Z0-9]{10}`) or that equals
+    /// the sending team: Apple accepts its own team as target and returns transfer identifiers no
+    /// recipient can use (nov/apple_id#21), so this is checked before any call.
+    /// - Throws: `TransferRuleError` naming the field.
+    public static func validate(_ target: String, sender: String) throws(TransferRuleError) {
+        guard target.utf8.count == 10, target.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }) else {
+            throw TransferRuleError(message: "target '\(target.prefix(40))' is not a 10-character Apple Team ID ([A-Z0-9]{10}): "
+                + "pass the recipient team's ID from its membership page")
+        }
+        guard target != sender else {
+            throw TransferRuleError(message: "target \(target) is the sending team itself: transfer identifiers must be "
+                + "generated for the recipient team's ID, not your own")
+        }
+    }
+}
+
+/// The 60-day migration window (TN3159): both teams may call `/auth/usermigrationinfo` from the
+/// transfer until 60 days after the day it was accepted. Dates are calendar days in UTC.
+public struct TransferWindow: Sendable, Equatable {
+    public static let days = 60
+    /// The day the transfer was accepted (UTC midnight).
+    public let transferDate: Date
+
+    /// - Parameter day: `YYYY-MM-DD`.
+    /// - Throws: `TransferRuleError` naming `transfer_date` when it is not a valid date.
+    public init(day: String) throws(TransferRuleError) {
+        guard let date = Self.parse(day) else {
+            throw TransferRuleError(message: "transfer_date '\(day.prefix(40))' is not a date (expected YYYY-MM-DD, "
+                + "the day the recipient team accepted the app transfer)")
+        }
+        transferDate = date
+    }
+
+    /// `YYYY-MM-DD`.
+    public var day: String { Self.format(transferDate) }
+    /// The last day the migration endpoint serves this transfer.
+    public var closesOn: String { Self.format(transferDate.addingTimeInterval(Double(Self.days) * 86_400)) }
+
+    /// Days left on `now`'s UTC day: 60 on the transfer day, 0 on the last day, negative after.
+    /// Before the transfer (exports may run early) it is more than 60.
+    public func daysLeft(now: Date = Date()) -> Int {
+        let today = floor(now.timeIntervalSince1970 / 86_400)
+        let start = floor(transferDate.timeIntervalSince1970 / 86_400)
+        return Self.days - Int(today - start)
+    }
+
+    /// - Throws: `TransferRuleError` once the window has closed, naming the recovery.
+    public func requireOpen(now: Date = Date()) throws(TransferRuleError) {
+        let left = daysLeft(now: now)
+        guard left >= 0 else {
+            throw TransferRuleError(message: "the 60-day migration window for the transfer of \(day) closed on \(closesOn) "
+                + "(\(-left) days ago): Apple no longer serves /auth/usermigrationinfo for it. Recovery: transfer the app "
+                + "back to the sending team, then transfer it again, and run the export and import again with the new "
+                + "--transfer-date")
+        }
+    }
+
+    static func parse(_ text: String) -> Date? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard text.utf8.count == 10, parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+              (1970...9999).contains(y), (1...12).contains(m), (1...31).contains(d) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        guard let date = calendar.date(from: DateComponents(year: y, month: m, day: d)),
+              calendar.component(.day, from: date) == d else { return nil }
+        return date
+    }
+
+    static func format(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let c = calendar.dateComponents([.year, .month, .day], from: date)
+        return String(format: "%04d-%02d-%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0)
+    }
+}
