@@ -21,10 +21,12 @@ struct SIWAJobsCommand {
           work [--drain]                  run the worker (--concurrency N, --progress, --stats, ...)
           status [--job N]                job progress from the siwa.job_progress view
           job resume|cancel N             resume a paused job, or cancel a job
+          transfer export|export-csv|import-csv|import|status|lookup|release
+                                          app transfer between teams (README: Team transfer runbook)
           sandbox [flags]                 run the local stand-in for appleid.apple.com
 
         configuration comes from the environment: DATABASE_URL or PG*, SIWA_APPLE_BASE_URL,
-        SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE or SIWA_PRIVATE_KEY,
+        SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE or SIWA_PRIVATE_KEY, SIWA_TEAMS_FILE,
         SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY, SIWA_TOKEN_KEY_ID, SIWA_LOG_LEVEL, SIWA_LOG_FORMAT.
         """
 
@@ -51,6 +53,7 @@ struct SIWAJobsCommand {
             case "work": return try await WorkCommand.run(rest, settings: settings)
             case "status": return try await StatusCommand.run(rest, settings: settings)
             case "job": return try await JobCommand.run(rest, settings: settings)
+            case "transfer": return try await TransferCommand.run(rest, settings: settings)
             case "sandbox": return await SandboxCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)

@@ -247,7 +247,7 @@ extension Migration {
             source_team_id  text,                              -- the sending team, if known
             transfer_date   date        NOT NULL,
             file_name       text        NOT NULL,
-            file_sha256     text        NOT NULL,
+            file_bytes      bigint      NOT NULL,
             row_count       integer     NOT NULL,
             created_by      text        NOT NULL DEFAULT current_user,
             created_at      timestamptz NOT NULL DEFAULT now()

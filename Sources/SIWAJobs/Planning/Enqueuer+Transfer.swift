@@ -104,3 +104,32 @@ extension Enqueuer {
         }
     }
 }
+
+extension Enqueuer {
+    /// Opens a transfer job's canary gate by hand (ops escape hatch, e.g. when a canary item was
+    /// lost to repeated worker crashes): plans the rest of the job now, as the last canary
+    /// completion would have. Returns how many items were planned (0 if already released).
+    public func releaseTransferCanary(jobID: Int64) async throws -> Int {
+        let rows = try await pool.query("SELECT direction FROM siwa.transfer_jobs WHERE job_id = \(jobID)")
+        guard let direction: String = try rows.first?.decode("direction") else {
+            throw EnqueueError(message: "job \(jobID) is not a transfer job")
+        }
+        let insert = direction == "export" ? TransferExportHandler.releaseInsert : TransferImportHandler.releaseInsert
+        let result = try await pool.query("""
+            WITH transfer_canary AS (
+                UPDATE siwa.transfer_jobs t SET canary_remaining = 0, released_at = now()
+                WHERE t.job_id = \(jobID) AND t.released_at IS NULL
+                RETURNING t.job_id, t.team_id, t.client_id, t.peer_team_id, t.import_id, t.retry_failed, t.max_attempts,
+                          t.canary_size, t.canary_remaining, t.canary_succeeded, t.canary_last_key
+            ), transfer_release AS (
+            \(unsafeSQL: insert)
+            ), bumped AS (
+                UPDATE siwa.jobs j SET item_count = j.item_count + (SELECT count(*) FROM transfer_release)
+                WHERE j.id = \(jobID) AND EXISTS (SELECT 1 FROM transfer_canary)
+                RETURNING pg_notify(\(Self.channel), j.kind)
+            )
+            SELECT count(*)::int AS n FROM transfer_release
+            """)
+        return try result.first?.decode("n") ?? 0
+    }
+}

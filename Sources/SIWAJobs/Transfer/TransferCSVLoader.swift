@@ -1,0 +1,114 @@
+import Foundation
+import Postgres
+
+/// What loading a hand-off file did.
+public struct TransferImportReport: Sendable {
+    /// The new `siwa.transfer_imports` id; nil when the file was refused.
+    public let importID: Int64?
+    public let rows: Int
+    public let bytes: Int64
+    /// Line-numbered errors, at most `CSVDiagnostics.maxMessages`.
+    public let errors: [String]
+    /// All errors, including those not listed.
+    public let errorCount: Int
+    /// Harmless oddities that were handled (byte-order mark, CRLF).
+    public let notes: [String]
+}
+
+/// Loads the sending team's hand-off file into `siwa.transfer_import_rows` for the recipient team.
+///
+/// One transaction: the file is streamed through `COPY` into a temporary table while every line is
+/// validated (`TransferCSVParser`), duplicates of `transfer_sub` or `external_user_id` are found in
+/// SQL with all their line numbers, and only a file with no error at all is inserted. Any error
+/// rolls the transaction back, so a refused file leaves nothing behind.
+public struct TransferCSVLoader: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    private struct Refused: Error { let report: TransferImportReport }
+
+    /// - Parameters:
+    ///   - teamID, clientID: the recipient team and the transferred app's client ID.
+    ///   - sourceTeamID: the sending team, if known (its accounts supply emails Apple does not return).
+    ///   - transferDate: `YYYY-MM-DD`.
+    /// - Returns: the report; `importID` is nil when the file was refused.
+    /// - Throws: `TransferRuleError` for a bad source team or a closed window (before reading),
+    ///   `DatabaseError` for database failures.
+    public func load(path: String, teamID: String, clientID: String, sourceTeamID: String?, transferDate: String,
+                     createdBy: String, now: Date = Date()) async throws -> TransferImportReport {
+        if let sourceTeamID { try TransferTarget.validate(teamID, sender: sourceTeamID) }
+        let window = try TransferWindow(day: transferDate)
+        try window.requireOpen(now: now)
+        let diagnostics = CSVDiagnostics()
+        let stream = CSVCopyStream(path: path, diagnostics: diagnostics)
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        let day = window.day
+        do {
+            return try await pool.withConnection { conn in
+                try await conn.transaction { tx in
+                    try await tx.execute("""
+                        CREATE TEMP TABLE transfer_load (line_no integer, external_user_id text, transfer_sub text) ON COMMIT DROP
+                        """)
+                    _ = try await tx.copyFrom("COPY transfer_load (line_no, external_user_id, transfer_sub) FROM STDIN WITH (FORMAT csv)",
+                                              chunks: stream)
+                    var state = diagnostics.snapshot
+                    if state.errorCount == 0 {
+                        for message in try await Self.duplicates(tx) { diagnostics.error(message) }
+                        state = diagnostics.snapshot
+                    }
+                    if state.errorCount == 0 && state.rows == 0 {
+                        diagnostics.error("line 2: the file has a header but no rows")
+                        state = diagnostics.snapshot
+                    }
+                    guard state.errorCount == 0 else { throw Refused(report: Self.report(nil, state)) }
+                    let ids = try await tx.query("""
+                        INSERT INTO siwa.transfer_imports (team_id, client_id, source_team_id, transfer_date, file_name, file_bytes,
+                                                           row_count, created_by)
+                        VALUES (\(teamID), \(clientID), \(sourceTeamID), \(day)::date, \(name), \(state.bytes), \(state.rows), \(createdBy))
+                        RETURNING id
+                        """)
+                    guard let id: Int64 = try ids.first?.decode("id") else { throw EnqueueError(message: "creating the import returned no id") }
+                    try await tx.execute("""
+                        INSERT INTO siwa.transfer_import_rows (import_id, line_no, external_user_id, transfer_sub)
+                        SELECT \(id), line_no, external_user_id, transfer_sub FROM transfer_load
+                        """)
+                    try await tx.execute("""
+                        INSERT INTO siwa.audit_log (actor, action, detail)
+                        VALUES (\(createdBy), 'transfer.import_loaded', jsonb_build_object('import_id', \(id)::bigint,
+                                'rows', \(state.rows)::int, 'file', \(name)::text, 'team_id', \(teamID)::text))
+                        """)
+                    return Self.report(id, state)
+                }
+            }
+        } catch let refused as Refused {
+            return refused.report
+        }
+    }
+
+    private static func report(_ id: Int64?, _ s: CSVDiagnostics.State) -> TransferImportReport {
+        TransferImportReport(importID: id, rows: id == nil ? 0 : s.rows, bytes: s.bytes, errors: s.messages,
+                             errorCount: s.errorCount, notes: s.notes)
+    }
+
+    /// One message per duplicated value, naming every line it appears on (first 100 values).
+    private static func duplicates(_ tx: PostgresConnection) async throws -> [String] {
+        var messages: [String] = []
+        for column in ["transfer_sub", "external_user_id"] {
+            let rows = try await tx.query("""
+                SELECT array_agg(line_no ORDER BY line_no)::text AS lines, count(*)::int AS n
+                FROM transfer_load GROUP BY \(unsafeSQL: column) HAVING count(*) > 1
+                ORDER BY min(line_no) LIMIT 100
+                """)
+            for row in rows {
+                let lines: String = try row.decode("lines")
+                let list = lines.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).replacingOccurrences(of: ",", with: ", ")
+                let first = list.split(separator: ",").first.map(String.init) ?? "?"
+                messages.append("line \(first): duplicate \(column) (appears \(try row.decode("n", as: Int.self)) times, on lines \(list))")
+            }
+        }
+        return messages
+    }
+}

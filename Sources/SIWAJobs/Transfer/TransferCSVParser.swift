@@ -1,0 +1,208 @@
+/// An incremental parser for the transfer hand-off file (RFC 4180 CSV, UTF-8):
+///
+/// ```
+/// external_user_id,transfer_sub
+/// user-000001,760417.ebbf12acbc78e1be1668ba852d492d8a.1827
+/// ```
+///
+/// - The header is required (line 1, names compared case-insensitively).
+/// - A UTF-8 byte-order mark at the start is skipped (and noted); UTF-16 files are refused.
+/// - CRLF and LF line endings are both accepted (CRLF is noted); a bare CR is an error.
+/// - Fields may be quoted (`"a,b"`, `""` for a quote); a quoted field may span lines.
+/// - Blank lines are skipped.
+/// - Each data row must have exactly 2 fields: a non-empty `external_user_id` (at most 512 bytes,
+///   no control characters) and a non-empty `transfer_sub` (at most 256 printable ASCII
+///   characters, no spaces).
+///
+/// Bytes are fed in chunks of any size; rows and errors come out with the 1-based line number
+/// where the row starts. Duplicates are not checked here (the loader checks them in SQL).
+struct TransferCSVParser {
+    enum Event: Equatable {
+        case row(line: Int, externalUserID: String, transferSub: String)
+        case error(line: Int, message: String)
+    }
+
+    static let header = ["external_user_id", "transfer_sub"]
+    static let maxUserIDBytes = 512
+    static let maxTransferSubBytes = 256
+
+    private enum State { case fieldStart, unquoted, quoted, quoteInQuoted, carriageReturn }
+
+    private var state = State.fieldStart
+    private var line = 1
+    private var rowLine = 1
+    private var field: [UInt8] = []
+    private var fields: [[UInt8]] = []
+    private var rowError: String?
+    private var atFileStart = true
+    private var pendingStart: [UInt8] = []
+    private var headerSeen = false
+    private(set) var sawByteOrderMark = false
+    private(set) var sawCRLF = false
+    /// Set when the file cannot be parsed at all (UTF-16); no further events are produced.
+    private(set) var fatal: String?
+
+    /// Parses `bytes`, calling `emit` for each complete row or error.
+    mutating func feed(_ bytes: [UInt8], _ emit: (Event) -> Void) {
+        guard fatal == nil else { return }
+        if atFileStart {
+            pendingStart += bytes
+            guard pendingStart.count >= 3 else { return }
+            startBody(emit)
+            return
+        }
+        for byte in bytes { step(byte, emit) }
+    }
+
+    /// Ends the input: closes the last row (a missing final newline is fine).
+    mutating func finish(_ emit: (Event) -> Void) {
+        if atFileStart { startBody(emit) }
+        guard fatal == nil else { return }
+        switch state {
+        case .quoted:
+            emit(.error(line: rowLine, message: "a quoted field is not closed before the end of the file"))
+            headerSeen = true
+        case .carriageReturn:
+            if rowError == nil { rowError = "a carriage return is not followed by a line feed" }
+            endRow(emit)
+        case .fieldStart where fields.isEmpty && field.isEmpty:
+            break
+        default:
+            endRow(emit)
+        }
+        if !headerSeen {
+            emit(.error(line: 1, message: "the file is empty: expected the header 'external_user_id,transfer_sub'"))
+            headerSeen = true
+        }
+    }
+
+    /// The first bytes: a UTF-8 byte-order mark is skipped, a UTF-16 one is fatal.
+    private mutating func startBody(_ emit: (Event) -> Void) {
+        atFileStart = false
+        var body = pendingStart[...]
+        pendingStart = []
+        if body.starts(with: [0xEF, 0xBB, 0xBF]) {
+            sawByteOrderMark = true
+            body = body.dropFirst(3)
+        } else if body.starts(with: [0xFF, 0xFE]) || body.starts(with: [0xFE, 0xFF]) {
+            let message = "the file is UTF-16 (byte-order mark FF FE or FE FF): save it as UTF-8"
+            fatal = message
+            emit(.error(line: 1, message: message))
+            return
+        }
+        for byte in body { step(byte, emit) }
+    }
+
+    private mutating func step(_ byte: UInt8, _ emit: (Event) -> Void) {
+        switch state {
+        case .fieldStart:
+            switch byte {
+            case 0x22: state = .quoted
+            case 0x2C: endField()
+            case 0x0A: endRow(emit)
+            case 0x0D: state = .carriageReturn
+            default: field.append(byte); state = .unquoted
+            }
+        case .unquoted:
+            switch byte {
+            case 0x2C: endField(); state = .fieldStart
+            case 0x0A: endRow(emit)
+            case 0x0D: state = .carriageReturn
+            case 0x22:
+                if rowError == nil { rowError = "a quote inside an unquoted field (quote the whole field and double the quote)" }
+            default: field.append(byte)
+            }
+        case .quoted:
+            if byte == 0x22 {
+                state = .quoteInQuoted
+            } else {
+                if byte == 0x0A { line += 1 }
+                field.append(byte)
+            }
+        case .quoteInQuoted:
+            switch byte {
+            case 0x22: field.append(0x22); state = .quoted
+            case 0x2C: endField(); state = .fieldStart
+            case 0x0A: endRow(emit)
+            case 0x0D: state = .carriageReturn
+            default:
+                if rowError == nil { rowError = "characters after a closing quote" }
+                state = .unquoted
+            }
+        case .carriageReturn:
+            if byte == 0x0A {
+                sawCRLF = true
+                endRow(emit)
+            } else {
+                if rowError == nil { rowError = "a carriage return is not followed by a line feed" }
+                state = .unquoted
+                step(byte, emit)
+            }
+        }
+    }
+
+    private mutating func endField() {
+        fields.append(field)
+        field.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func endRow(_ emit: (Event) -> Void) {
+        let blank = fields.isEmpty && field.isEmpty && rowError == nil
+        endField()
+        let row = fields
+        let startLine = rowLine
+        let error = rowError
+        fields.removeAll(keepingCapacity: true)
+        rowError = nil
+        state = .fieldStart
+        line += 1
+        rowLine = line
+        if blank { return }
+        if let error { emit(.error(line: startLine, message: error)); if !headerSeen { headerSeen = true }; return }
+        if !headerSeen {
+            headerSeen = true
+            let names = row.map { String(decoding: $0, as: UTF8.self).trimmingSpaces().lowercased() }
+            if names != Self.header {
+                emit(.error(line: startLine, message: "expected the header 'external_user_id,transfer_sub', found '"
+                    + Self.preview(row) + "'"))
+            }
+            return
+        }
+        emit(Self.validate(row, line: startLine))
+    }
+
+    static func validate(_ row: [[UInt8]], line: Int) -> Event {
+        guard row.count == 2 else {
+            return .error(line: line, message: "expected 2 columns (external_user_id,transfer_sub), found \(row.count)")
+        }
+        guard let user = String(validating: row[0], as: UTF8.self), let sub = String(validating: row[1], as: UTF8.self) else {
+            return .error(line: line, message: "not valid UTF-8")
+        }
+        if user.isEmpty { return .error(line: line, message: "external_user_id is empty") }
+        if sub.isEmpty { return .error(line: line, message: "transfer_sub is empty") }
+        if row[0].count > maxUserIDBytes { return .error(line: line, message: "external_user_id is longer than \(maxUserIDBytes) bytes") }
+        if row[0].contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return .error(line: line, message: "external_user_id contains a control character")
+        }
+        if row[1].count > maxTransferSubBytes {
+            return .error(line: line, message: "transfer_sub is longer than \(maxTransferSubBytes) characters")
+        }
+        if !row[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            return .error(line: line, message: "transfer_sub contains a space, control or non-ASCII character")
+        }
+        return .row(line: line, externalUserID: user, transferSub: sub)
+    }
+
+    static func preview(_ row: [[UInt8]]) -> String {
+        String(row.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",").prefix(80))
+    }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s.removeFirst() }
+        while s.last == " " || s.last == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

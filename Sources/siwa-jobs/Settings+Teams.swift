@@ -1,0 +1,89 @@
+import AppleID
+import Foundation
+import SIWACrypto
+import SIWAJobs
+
+/// One team's credentials from `SIWA_TEAMS_FILE`.
+struct TeamEntry: Decodable {
+    var team_id: String
+    var key_id: String
+    var key_file: String
+    var client_ids: [String]
+}
+
+extension Settings {
+    /// Apple clients for every configured team and client, for kinds that work across teams
+    /// (transfer export on the sending team, import on the recipient team):
+    ///
+    /// - `SIWA_TEAMS_FILE`: a JSON file, either an array or `{"teams": [...]}` of
+    ///   `{"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/path/AuthKey_KEY1234567.p8",
+    ///   "client_ids": ["com.example.app"]}`; a relative `key_file` is resolved against the file's directory;
+    /// - plus the single team of `SIWA_TEAM_ID`, `SIWA_KEY_ID`, `SIWA_CLIENT_ID` and
+    ///   `SIWA_KEY_FILE`/`SIWA_PRIVATE_KEY` when those are set (unchanged single-team configuration).
+    ///
+    /// - Throws: `ConfigError` naming the file, the entry index and the field.
+    func appleRegistry(transport: any HTTPTransport) throws -> AppleClientRegistry {
+        var credentials: [AppleCredentials] = []
+        if let path = value("SIWA_TEAMS_FILE") { credentials += try teamsFile(path) }
+        let single = ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"]
+        if single.contains(where: { value($0) != nil }) {
+            let c = try self.credentials()
+            if !credentials.contains(where: { $0.teamID == c.teamID && $0.clientID == c.clientID }) { credentials.append(c) }
+        }
+        return AppleClientRegistry(credentials.map { c in
+            (teamID: c.teamID, client: AppleIDClient(baseURL: appleBaseURL, transport: transport,
+                                                    secrets: ClientSecretProvider(credentials: c)))
+        })
+    }
+
+    private func teamsFile(_ path: String) throws -> [AppleCredentials] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(message: "SIWA_TEAMS_FILE '\(path)' cannot be read")
+        }
+        struct Wrapped: Decodable { var teams: [TeamEntry] }
+        let entries: [TeamEntry]
+        do {
+            if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "[") {
+                entries = try JSONDecoder().decode([TeamEntry].self, from: data)
+            } else {
+                entries = try JSONDecoder().decode(Wrapped.self, from: data).teams
+            }
+        } catch {
+            throw ConfigError(message: "SIWA_TEAMS_FILE '\(path)': expected [{\"team_id\", \"key_id\", \"key_file\", "
+                + "\"client_ids\": [...]}] or {\"teams\": [...]} (\(Self.describe(error)))")
+        }
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        var out: [AppleCredentials] = []
+        for (index, entry) in entries.enumerated() {
+            let at = "SIWA_TEAMS_FILE teams[\(index)]"
+            guard !entry.client_ids.isEmpty else { throw ConfigError(message: "\(at).client_ids is empty") }
+            let keyPath = entry.key_file.hasPrefix("/") ? entry.key_file : base.appendingPathComponent(entry.key_file).path
+            guard let pem = FileManager.default.contents(atPath: keyPath) else {
+                throw ConfigError(message: "\(at).key_file '\(keyPath)' cannot be read")
+            }
+            let key: P256PrivateKey
+            do { key = try P256PrivateKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
+                throw ConfigError(message: "\(at).key_file '\(keyPath)' is not a usable Sign in with Apple key: \(error)")
+            }
+            for client in entry.client_ids {
+                do {
+                    out.append(try AppleCredentials(teamID: entry.team_id, keyID: entry.key_id, clientID: client, privateKey: key))
+                } catch {
+                    throw ConfigError(message: "\(at) (client '\(client)'): \(error)")
+                }
+            }
+        }
+        return out
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        guard let decoding = error as? DecodingError else { return "not JSON" }
+        switch decoding {
+        case .keyNotFound(let key, _): return "missing field '\(key.stringValue)'"
+        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx):
+            return "wrong type at '\(ctx.codingPath.map(\.stringValue).joined(separator: "."))'"
+        case .dataCorrupted: return "not valid JSON"
+        @unknown default: return "not valid"
+        }
+    }
+}
