@@ -100,7 +100,7 @@ final class AppleEndpoints: Sendable {
         case "client_credentials":
             guard form["scope"] == "user.migration" else { return .appleError("invalid_scope", reason: "scope") }
             let token = model.mintBearer(teamID: client.teamID, clientID: client.clientID, scope: "user.migration",
-                                         expiresAt: now + Double(Self.accessTokenLifetime))
+                                         expiresAt: now + model.clockOffset + Double(Self.accessTokenLifetime))
             tally.bearerMinted = true
             return .appleJSON("{\"access_token\":\"\(token)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
         case "authorization_code":

@@ -76,7 +76,7 @@ extension SandboxModel {
         }
     }
 
-    /// Seconds added to the wall clock when `/auth/usermigrationinfo` checks bearer expiry and the
+    /// Seconds added to the wall clock for bearer tokens (minted and checked) and the
     /// 60-day window (client secrets are still checked against the wall clock). Starts at 0.
     public var clockOffset: Double {
         get { migration.withLock { $0.clockOffset } }
