@@ -11,6 +11,8 @@ enum FaultKind: String, CaseIterable, Sendable {
     case stall
     case truncated
     case invalidClient = "invalid_client"
+    /// Scripted only: answer normally (lets the next N requests through before later scripted faults).
+    case pass
 }
 
 /// SplitMix64: tiny, fast, good enough for fault dice; deterministic for a given seed.
@@ -75,7 +77,7 @@ final class FaultPlan: Sendable {
             var stallSeconds = s.rates.stallSeconds
             if !s.scripted.isEmpty {
                 let head = s.scripted[0]
-                decision.fault = head.kind
+                decision.fault = head.kind == .pass ? nil : head.kind
                 if let r = head.retryAfter { decision.retryAfterSeconds = r }
                 if let st = head.stallSeconds { stallSeconds = st }
                 if head.remaining <= 1 { s.scripted.removeFirst() } else { s.scripted[0].remaining -= 1 }

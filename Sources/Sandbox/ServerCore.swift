@@ -158,7 +158,7 @@ enum FaultResponses {
             return SandboxResponse(status: 200, body: Array(truncatedBody.utf8),
                                    contentType: SandboxResponse.appleJSONType, noStore: true)
         case .invalidClient: return .appleError("invalid_client", reason: "scripted_fault")
-        case .reset, .stall: return .plain("Internal Server Error\n", status: 500)
+        case .reset, .stall, .pass: return .plain("Internal Server Error\n", status: 500)
         }
     }
 }

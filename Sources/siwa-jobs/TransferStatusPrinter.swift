@@ -31,7 +31,7 @@ enum TransferStatusPrinter {
                 + (left >= 0 ? "\(min(left, 60)) days left" + (left > 60 ? " (transfer not yet accepted)" : "")
                              : "CLOSED \(-left) days ago: transfer the app back, then transfer it again and run again"))
             say("  canary: \(try n("canary_size")) items, \(try n("canary_succeeded")) succeeded, "
-                + (released ? "rest planned" : "\(try n("canary_remaining")) still running"))
+                + (released ? "rest planned" : "\(try n("canary_remaining")) not finished, rest not planned yet"))
             say("  items=\(try n("items")) succeeded=\(try n("succeeded")) failed=\(try n("failed")) "
                 + "discarded=\(try n("discarded")) available=\(try n("available")) running=\(try n("running"))")
             let reason: String = try row.decode("paused_reason")
