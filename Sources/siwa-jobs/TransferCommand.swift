@@ -50,14 +50,14 @@ enum TransferCommand {
         switch action {
         case "export":
             try expectPositionals(args, 1, action)
+            let canary = try args.int("canary", in: 0...100_000) ?? Enqueuer.defaultCanary
             let job = try await enqueuer.enqueueTransferExport(
                 teamID: try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
                 clientID: try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args),
                 target: try required(args, "target"), transferDate: try required(args, "transfer-date"),
-                canary: try args.int("canary", in: 0...100_000) ?? Enqueuer.defaultCanary,
-                retryFailed: args.flag("retry-failed"), maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5,
-                createdBy: who)
-            say("enqueued job \(job.jobID) (transfer-export) with \(job.items) canary items; the rest is planned when they succeed")
+                canary: canary, retryFailed: args.flag("retry-failed"),
+                maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5, createdBy: who)
+            say("enqueued job \(job.jobID) (transfer-export) with \(planned(job.items, canary: canary))")
             return 0
         case "export-csv":
             try expectPositionals(args, 1, action)
@@ -90,10 +90,11 @@ enum TransferCommand {
         case "import":
             try expectPositionals(args, 1, action)
             guard let id = try args.int("import", in: 1...Int.max) else { throw UsageError(message: "transfer import: --import N is required") }
+            let canary = try args.int("canary", in: 0...100_000) ?? Enqueuer.defaultCanary
             let job = try await enqueuer.enqueueTransferImport(
-                importID: Int64(id), canary: try args.int("canary", in: 0...100_000) ?? Enqueuer.defaultCanary,
+                importID: Int64(id), canary: canary,
                 retryFailed: args.flag("retry-failed"), maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5, createdBy: who)
-            say("enqueued job \(job.jobID) (transfer-import) with \(job.items) canary items; the rest is planned when they succeed")
+            say("enqueued job \(job.jobID) (transfer-import) with \(planned(job.items, canary: canary))")
             return 0
         case "status":
             try expectPositionals(args, 1, action)
@@ -111,6 +112,10 @@ enum TransferCommand {
         default:
             throw UsageError(message: "transfer: unknown action '\(action)':\n" + usage)
         }
+    }
+
+    private static func planned(_ items: Int, canary: Int) -> String {
+        canary > 0 ? "\(items) canary items; the rest is planned when they finish" : "\(items) items"
     }
 
     private static func required(_ args: Arguments, _ flag: String) throws -> String {

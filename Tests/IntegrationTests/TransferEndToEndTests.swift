@@ -124,6 +124,17 @@ import Testing
         #expect(work3.status == 0)
         #expect(world.migrationCalls() == 0 && world.sandbox.model.stats().bearerTokensMinted == 0)
 
+        // No bearer token reached logs, results or audit rows.
+        for token in world.sandbox.model.issuedAccessTokens() {
+            for output in [work1.stdout, work1.stderr, work2.stdout, work2.stderr] { #expect(!output.contains(token)) }
+            let leaks: Int = try await world.database.scalar("""
+                SELECT (SELECT count(*) FROM siwa.results WHERE detail::text LIKE '%' || \(token) || '%')
+                     + (SELECT count(*) FROM siwa.audit_log WHERE detail::text LIKE '%' || \(token) || '%')
+                     + (SELECT count(*) FROM siwa.jobs WHERE coalesce(paused_reason, '') LIKE '%' || \(token) || '%')
+                """, as: Int.self)
+            #expect(leaks == 0)
+        }
+
         let status = try await world.run(["transfer", "status", "--job", "\(importJob)"])
         #expect(status.stdout.contains("60 days left") && status.stdout.contains("rest planned"), "\(status.stdout)")
         await world.tearDown()
