@@ -51,8 +51,10 @@ CREATE TABLE siwa.transfer_imports (
     created_at      timestamptz NOT NULL DEFAULT now()
 );
 
+-- No foreign key to transfer_imports: rows are written only by the loader, in the transaction that
+-- creates their import, and a per-row FK check would triple the cost of loading a large file.
 CREATE TABLE siwa.transfer_import_rows (
-    import_id         bigint  NOT NULL REFERENCES siwa.transfer_imports (id),
+    import_id         bigint  NOT NULL,
     line_no           integer NOT NULL,                -- 1-based line in the file (the header is line 1)
     external_user_id  text    NOT NULL CHECK (external_user_id <> ''),
     transfer_sub      text    NOT NULL CHECK (transfer_sub <> ''),
