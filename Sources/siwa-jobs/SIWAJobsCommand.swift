@@ -17,7 +17,12 @@ struct SIWAJobsCommand {
           keygen --out FILE | --token-key generate a P-256 .p8 key (sandbox/demo) or a token encryption key
           seed --accounts N               create demo accounts and register them with the sandbox
           enqueue refresh-validation      plan the nightly refresh-token validation (--team-id --client-id)
+          enqueue revocation-sweep        revoke tokens of deleted / consent-revoked accounts (--team-id --client-id)
+          enqueue notifications           plan processing of stored notifications not yet planned (cron backup)
           enqueue noop --items N          plan a no-op job (queue benchmark)
+          notifications serve --port N    receive Apple's server-to-server notifications (plain HTTP; TLS in front)
+          notifications send --to URL     sandbox: sign a mix of notifications and POST them (--sandbox --client-id --sub)
+          token verify TOKEN              verify an id_token or notification JWT (--jwks FILE|URL --client-id C [--at --nonce])
           work [--drain]                  run the worker (--concurrency N, --progress, --stats, ...)
           status [--job N]                job progress from the siwa.job_progress view
           job resume|cancel N             resume a paused job, or cancel a job
@@ -25,7 +30,8 @@ struct SIWAJobsCommand {
 
         configuration comes from the environment: DATABASE_URL or PG*, SIWA_APPLE_BASE_URL,
         SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE or SIWA_PRIVATE_KEY,
-        SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY, SIWA_TOKEN_KEY_ID, SIWA_LOG_LEVEL, SIWA_LOG_FORMAT.
+        SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY, SIWA_TOKEN_KEY_ID, SIWA_NOTIFICATION_CLIENT_IDS,
+        SIWA_LOG_LEVEL, SIWA_LOG_FORMAT.
         """
 
     static func main() async {
@@ -52,6 +58,8 @@ struct SIWAJobsCommand {
             case "status": return try await StatusCommand.run(rest, settings: settings)
             case "job": return try await JobCommand.run(rest, settings: settings)
             case "sandbox": return await SandboxCommand.run(rest)
+            case "notifications": return try await NotificationsCommand.run(rest, settings: settings)
+            case "token": return try await TokenCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
                 return 0

@@ -22,6 +22,7 @@ enum WorkCommand {
 
         var handlers: [any JobHandler] = [NoopHandler()]
         if let refresh = try refreshHandler(settings: settings, pool: pool, logger: logger) { handlers.append(refresh.handler) }
+        handlers += try notificationHandlers(settings: settings, pool: pool)
         if let only = args.string("kinds") {
             let wanted = Set(only.split(separator: ",").map(String.init))
             let known = Set(handlers.map(\.kind))

@@ -1,0 +1,45 @@
+import AppleID
+import Foundation
+import Postgres
+import Queue
+import SIWAJobs
+
+extension WorkCommand {
+    /// The revocation-sweep and notification-processing kinds, when Apple credentials are
+    /// configured (the same settings as refresh-validation; partial configuration is an error).
+    /// Notifications are verified against `GET {SIWA_APPLE_BASE_URL}/auth/keys`, for `aud` =
+    /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS` (comma-separated, e.g. the
+    /// Services ID next to the App ID).
+    static func notificationHandlers(settings: Settings, pool: PostgresPool) throws -> [any JobHandler] {
+        let names = ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"]
+        guard names.contains(where: { settings.value($0) != nil }) else { return [] }
+        let credentials = try settings.credentials()
+        let keyring = try settings.keyring()
+        let client = AppleIDClient(baseURL: settings.appleBaseURL, transport: CurlTransport(),
+                                   secrets: ClientSecretProvider(credentials: credentials))
+        let registry = AppleClientRegistry([(teamID: credentials.teamID, client: client)])
+        let verifier: JWTVerifier
+        do {
+            verifier = try JWTVerifier(keys: JWKSCache(provider: JWKSProviders.apple(client)),
+                                       clientIDs: settings.notificationClientIDs(primary: credentials.clientID))
+        } catch {
+            throw ConfigError(message: "SIWA_CLIENT_ID / SIWA_NOTIFICATION_CLIENT_IDS: \(error)")
+        }
+        return [
+            RevocationSweepHandler(pool: pool, registry: registry, keyring: keyring),
+            NotificationProcessingHandler(pool: pool, verifier: verifier, teamID: credentials.teamID),
+        ]
+    }
+}
+
+extension Settings {
+    /// `primary` plus the comma-separated `SIWA_NOTIFICATION_CLIENT_IDS`, without duplicates.
+    func notificationClientIDs(primary: String) -> [String] {
+        var ids = [primary]
+        for id in (value("SIWA_NOTIFICATION_CLIENT_IDS") ?? "").split(separator: ",") {
+            let trimmed = id.trimmingCharacters(in: .whitespaces)
+            if !trimmed.isEmpty, !ids.contains(trimmed) { ids.append(trimmed) }
+        }
+        return ids
+    }
+}
