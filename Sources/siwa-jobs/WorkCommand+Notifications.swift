@@ -20,7 +20,8 @@ extension WorkCommand {
         let registry = AppleClientRegistry([(teamID: credentials.teamID, client: client)])
         let verifier: JWTVerifier
         do {
-            verifier = try JWTVerifier(keys: JWKSCache(provider: JWKSProviders.apple(client)),
+            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: try settings.jwksRefetchSeconds())
+            verifier = try JWTVerifier(keys: cache,
                                        clientIDs: settings.notificationClientIDs(primary: credentials.clientID))
         } catch {
             throw ConfigError(message: "SIWA_CLIENT_ID / SIWA_NOTIFICATION_CLIENT_IDS: \(error)")
@@ -33,6 +34,15 @@ extension WorkCommand {
 }
 
 extension Settings {
+    /// `SIWA_JWKS_REFETCH_SECONDS`: least time between two JWKS fetches, seconds (default 60, 0...3600).
+    func jwksRefetchSeconds() throws -> Double {
+        guard let text = value("SIWA_JWKS_REFETCH_SECONDS") else { return 60 }
+        guard let seconds = Double(text), seconds.isFinite, (0...3600).contains(seconds) else {
+            throw ConfigError(message: "SIWA_JWKS_REFETCH_SECONDS: expected seconds from 0 to 3600, got '\(text)'")
+        }
+        return seconds
+    }
+
     /// `primary` plus the comma-separated `SIWA_NOTIFICATION_CLIENT_IDS`, without duplicates.
     func notificationClientIDs(primary: String) -> [String] {
         var ids = [primary]

@@ -222,6 +222,8 @@ extension Migration {
             event_type        text,                            -- normalised: account-delete, consent-revoked, ...
             sub               text,
             event_time        timestamptz,                     -- `event_time` read as seconds or milliseconds
+            email             text,                            -- email events only
+            is_private_email  boolean,                         -- email events only; bool or "true"/"false" in the JWT
             aud               text,
             outcome           text,                            -- applied, unknown_sub, ignored, unverifiable
             account_ids       bigint[],                        -- accounts changed
@@ -272,7 +274,10 @@ extension Migration {
                 IF NEW.event_type IN ('email-disabled', 'email-enabled') THEN
                     UPDATE siwa.accounts
                     SET email_forwarding = CASE NEW.event_type WHEN 'email-disabled' THEN 'disabled' ELSE 'enabled' END,
-                        email_forwarding_event_at = at_time, updated_at = now()
+                        email_forwarding_event_at = at_time,
+                        email = COALESCE(NEW.email, email),
+                        is_private_email = COALESCE(NEW.is_private_email, is_private_email),
+                        updated_at = now()
                     WHERE id = aid AND (email_forwarding_event_at IS NULL OR email_forwarding_event_at <= at_time);
                     changed := FOUND;   -- false: a newer forwarding event was applied already
                 ELSIF NEW.event_type = 'consent-revoked' THEN
@@ -309,7 +314,7 @@ extension Migration {
 
         -- The inbox without the raw payload, for dashboards.
         CREATE VIEW siwa.notification_summary AS
-        SELECT id, received_at, jti, verification, rejection_reason, event_type, sub, event_time, aud,
+        SELECT id, received_at, jti, verification, rejection_reason, event_type, sub, event_time, email, is_private_email, aud,
                outcome, account_ids, processed_at, error, planned_job_id
         FROM siwa.notifications;
 

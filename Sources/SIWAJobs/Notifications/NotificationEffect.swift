@@ -14,6 +14,8 @@ struct NotificationEffect: Encodable, Sendable {
     var sub: String?
     /// ISO 8601 UTC with milliseconds.
     var eventTime: String?
+    var email: String?
+    var isPrivateEmail: Bool?
     var aud: String?
     /// `applied`, `unknown_sub`, `ignored` or `unverifiable`.
     var outcome: String
@@ -27,6 +29,8 @@ struct NotificationEffect: Encodable, Sendable {
         case eventType = "event_type"
         case sub
         case eventTime = "event_time"
+        case email
+        case isPrivateEmail = "is_private_email"
         case aud, outcome
         case accountIDs = "account_ids"
         case error
@@ -43,6 +47,8 @@ struct NotificationEffect: Encodable, Sendable {
         if let event = claims.events {
             effect.eventType = event.type
             effect.sub = event.sub
+            effect.email = event.email
+            effect.isPrivateEmail = event.isPrivateEmail
             effect.eventTime = event.eventTime.map {
                 $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
             }

@@ -43,6 +43,8 @@ public struct NotificationProcessingHandler: JobHandler {
             event_type = d.effect->>'event_type',
             sub = d.effect->>'sub',
             event_time = (d.effect->>'event_time')::timestamptz,
+            email = d.effect->>'email',
+            is_private_email = (d.effect->>'is_private_email')::boolean,
             aud = d.effect->>'aud',
             outcome = d.effect->>'outcome',
             account_ids = CASE WHEN d.effect ? 'account_ids'
@@ -67,24 +69,19 @@ public struct NotificationProcessingHandler: JobHandler {
         let stored = try await load(ids.filter { $0 > 0 })
         var decided: [Int64: ItemOutcome] = [:]
         var pending: [NotificationEffect] = []
-        for id in Set(ids) where id > 0 {
+        for id in Set(ids).sorted() where id > 0 {
             guard let row = stored[id] else { continue }
             if row.processed {
                 decided[id] = .succeeded(ResultRecord(outcome: "already_processed", detail: jsonObject(["notification_id": "\(id)"])),
                                          audit: nil, effect: nil)
                 continue
             }
+            let fetchesBefore = await verifier.keys.fetchCount
             do {
                 let claims = try await verifier.verify(row.payload, at: row.receivedAt)
                 pending.append(.verified(id, claims: claims))
             } catch {
-                if error.reason == .unknownKID, await verifier.keys.lastFetchError != nil {
-                    decided[id] = .retry(error: "JWKS unavailable: \(error.detail)", retryAfterSeconds: 5,
-                                         result: ResultRecord(outcome: "discarded", detail: jsonObject(["notification_id": "\(id)", "reason": error.description])))
-                } else {
-                    let effect = NotificationEffect.rejected(id, reason: error.description)
-                    decided[id] = .failed(effect.result, audit: nil, effect: effect.json)
-                }
+                decided[id] = await rejection(id, error, refetched: await verifier.keys.fetchCount > fetchesBefore)
             }
         }
         let accounts = try await accountIDs(subs: pending.compactMap(\.sub))
@@ -106,6 +103,23 @@ public struct NotificationProcessingHandler: JobHandler {
                 audit: nil, effect: nil)
             return { outcome }
         }
+    }
+
+    /// An unknown `kid` is final only once a fetch made for this very lookup succeeded and still
+    /// lacked it (Apple may have rotated since our last fetch): when the fetch failed or the
+    /// refetch was skipped by the rate limit, the item is retried once the limit allows.
+    private func rejection(_ id: Int64, _ error: JWTVerificationError, refetched: Bool) async -> ItemOutcome {
+        if error.reason == .unknownKID {
+            let fetchFailed = await verifier.keys.lastFetchError != nil
+            if fetchFailed || !refetched {
+                let wait = max(1, verifier.keys.minimumRefetchInterval)
+                return .retry(error: "kid not yet verifiable: \(error.detail)", retryAfterSeconds: wait,
+                              result: ResultRecord(outcome: "discarded",
+                                                   detail: jsonObject(["notification_id": "\(id)", "reason": error.description])))
+            }
+        }
+        let effect = NotificationEffect.rejected(id, reason: error.description)
+        return .failed(effect.result, audit: nil, effect: effect.json)
     }
 
     static func notificationID(_ payload: String?) -> Int64? {
