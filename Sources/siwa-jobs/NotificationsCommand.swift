@@ -55,10 +55,12 @@ enum NotificationsCommand {
             break
         }
         await server.stop(graceSeconds: 10)
+        logger.info("notification receiver stopped listening")
         planner.finish()
         await planning.value
         trap.cancel()
         await pool.close()
+        logger.info("notification receiver stopped")
         return 0
     }
 

@@ -79,6 +79,14 @@ struct NotificationWorld {
         await world.tearDown()
     }
 
+    /// True when `haystack` holds none of the seeded refresh tokens. Every seeded token contains
+    /// the marker `.0.mrq` (see `Seeder.makeRefreshToken`), so one linear scan for it is a complete
+    /// check; a sample is also searched in full.
+    func holdsNoRefreshToken(_ haystack: String) -> Bool {
+        let tokens = world.seeded?.tokens.map(\.token) ?? []
+        return !haystack.contains(".0.mrq") && !tokens.prefix(20).contains { haystack.contains($0) }
+    }
+
     /// Everything a secret must never reach: process output, results, audit rows and every view.
     func haystack(extra: [BinaryProcess]) async throws -> String {
         var text = receiver.stdout + receiver.stderr
