@@ -6,7 +6,6 @@ import Testing
 @Suite(.serialized) struct MigrationTests {
     @Test func migrateTwiceIsANoOpTheSecondTime() async throws {
         let db = try await TestDatabase.create(migrated: false)
-        defer { Task { await db.drop() } }
         let first = try await BinaryProcess.run(["migrate"], environment: db.environment)
         #expect(first.status == 0, "stderr: \(first.stderr)")
         #expect(first.stdout.contains("migrations: \(Migration.embedded.count) applied, 0 already applied"))
@@ -15,11 +14,11 @@ import Testing
         #expect(second.stdout.contains("migrations: 0 applied, \(Migration.embedded.count) already applied"))
         let recorded: Int = try await db.scalar("SELECT count(*)::int FROM siwa.schema_migrations")
         #expect(recorded == Migration.embedded.count)
+        await db.drop()
     }
 
     @Test func refusesAnAppliedMigrationThatChanged() async throws {
         let db = try await TestDatabase.create(migrated: true)
-        defer { Task { await db.drop() } }
         var changed = Migration.embedded
         changed[0] = Migration(name: changed[0].name, sql: changed[0].sql + "\n-- edited after it was applied\n")
         await #expect(throws: MigrationError.self) {
@@ -33,6 +32,7 @@ import Testing
         #expect(run.status == 65)
         #expect(run.stderr.contains("0002_views.sql"))
         #expect(run.stderr.contains("must never change"))
+        await db.drop()
     }
 
     @Test func embeddedMigrationsMatchTheSQLFolder() throws {

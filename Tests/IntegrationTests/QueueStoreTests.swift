@@ -7,7 +7,6 @@ import Testing
 @Suite struct QueueStoreTests {
     @Test func expiredLeaseIsRescuedAndLateCompletionIsRefused() async throws {
         let db = try await TestDatabase.create()
-        defer { Task { await db.drop() } }
         let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 10, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
         let claimed = try await store.claim(owner: "dead-worker", kinds: ["noop"], limit: 100, leaseSeconds: 1)
@@ -23,11 +22,11 @@ import Testing
         #expect(try await store.complete(done, owner: "live-worker", effectSQL: nil) == 10)
         let results: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
         #expect(results == 10)
+        await db.drop()
     }
 
     @Test func lastAttemptLeaseExpiryDiscardsWithOneResult() async throws {
         let db = try await TestDatabase.create()
-        defer { Task { await db.drop() } }
         _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 2, createdBy: "test")
         try await db.pool.withConnection { conn in try await conn.execute("UPDATE siwa.job_items SET max_attempts = 1") }
         let store = PostgresJobStore(pool: db.pool)
@@ -36,11 +35,11 @@ import Testing
         #expect(try await store.rescueExpired(limit: 10) == RescueReport(retried: 0, discarded: 2))
         let discarded: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE outcome = 'discarded'")
         #expect(discarded == 2)
+        await db.drop()
     }
 
     @Test func retryIsScheduledNoEarlierThanItsDelay() async throws {
         let db = try await TestDatabase.create()
-        defer { Task { await db.drop() } }
         _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
         let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 10, leaseSeconds: 30)
@@ -51,11 +50,11 @@ import Testing
         #expect(try await store.claim(owner: "w", kinds: ["noop"], limit: 10, leaseSeconds: 30).isEmpty)
         let backlog = try await store.backlog(kinds: ["noop"])
         #expect(backlog.dueNow == 0 && backlog.running == 0 && backlog.nextRunAt != nil)
+        await db.drop()
     }
 
     @Test func aSecondResultForAnItemIsImpossible() async throws {
         let db = try await TestDatabase.create()
-        defer { Task { await db.drop() } }
         let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
         let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 1, leaseSeconds: 30)
@@ -68,5 +67,6 @@ import Testing
                     """)
             }
         }
+        await db.drop()
     }
 }
