@@ -101,4 +101,21 @@ import Testing
         #expect(refused == 5, "each refused body is logged: \(world.receiver.stderr.suffix(2000))")
         #expect(world.receiver.stderr.contains("duplicate"))
     }
+
+    @Test func aJWKSOutageDelaysProcessingButLosesNothing() async throws {
+        let world = try await NotificationWorld.create(accounts: 1)
+        try await SandboxAdminClient(baseURL: world.sandbox.baseURL).scriptFault("503", count: 1)
+        let payload = try world.sign([NotificationSpec(type: "account-delete", sub: world.subs[0], clientID: SIWAWorld.clientID)])
+        #expect(await world.post(payload) == [200: 1])
+        try await world.waitFor("SELECT count(*)::int FROM siwa.job_items", atLeast: 1)
+        let run = try await BinaryProcess.run(["work", "--drain"], environment: world.environment(refetchSeconds: 1))
+        #expect(run.status == 0, "\(run.stderr.suffix(1500))")
+        #expect(world.jwksFetches == 2, "the failed fetch, then one that worked")
+        let outcome: String = try await world.database.scalar("SELECT outcome FROM siwa.notifications")
+        let attempts: Int = try await world.database.scalar("SELECT attempt::int FROM siwa.job_items")
+        #expect(outcome == "applied" && attempts == 2)
+        let deletions: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.accounts_to_delete")
+        #expect(deletions == 1)
+        await world.tearDown()
+    }
 }
