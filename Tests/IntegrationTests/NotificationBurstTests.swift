@@ -51,7 +51,7 @@ import Testing
         // The second half is signed with a new key; the worker's refetch for it stalls, so its
         // claimed items sit leased when the worker is killed.
         _ = try await SandboxAdminClient(baseURL: world.sandbox.baseURL)
-            .post("/__sandbox/faults", ["next": 1, "kind": "stall", "stall_seconds": 5])
+            .post("/__sandbox/faults", ["next": 1, "kind": "stall", "stall_seconds": 60])
         try world.sandbox.rotateKeys()
         #expect(await world.post(try world.sign(Self.specs(500..<1000, subs: world.subs)), concurrency: 16) == [200: 500])
         try await world.waitFor("SELECT count(*)::int FROM siwa.notifications", atLeast: 1000)
