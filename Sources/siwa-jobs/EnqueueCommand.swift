@@ -29,8 +29,12 @@ enum EnqueueCommand {
         do {
             switch kind {
             case "refresh-validation":
-                let team = try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args)
+                let team = try DoctorCommand.format(try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
+                                                    "SIWA_TEAM_ID / --team-id", what: "team ID")
                 let client = try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args)
+                guard !client.contains(where: \.isWhitespace), client != team else {
+                    throw ConfigError(message: "SIWA_CLIENT_ID / --client-id '\(client)' is not a client ID (App ID or Services ID)")
+                }
                 job = try await enqueuer.enqueueRefreshValidation(
                     teamID: team, clientID: client, createdBy: who,
                     maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5)

@@ -46,7 +46,15 @@ struct SIWAJobsCommand {
         }
         let rest = Array(words.dropFirst())
         let settings = Settings()
+        if rest.contains("--help") || rest.contains("-h"), command != "sandbox" {
+            print(usage)
+            return 0
+        }
         do {
+            if !["doctor", "help", "--help", "-h", "sandbox", "keygen"].contains(command) { try settings.validateLogging() }
+            guard settings.postgres.isParseable else {
+                throw ConfigError(message: "DATABASE_URL is neither a postgres:// URI nor a key=value conninfo string")
+            }
             switch command {
             case "migrate": return try await MigrateCommand.run(rest, settings: settings)
             case "doctor": return try await DoctorCommand.run(rest, settings: settings)
@@ -76,8 +84,11 @@ struct SIWAJobsCommand {
             fail("\(error)")
             return 65
         } catch let error as DatabaseError where error.isConnectionLoss {
-            fail("database unreachable (\(settings.postgres.redactedDescription)): \(error)")
+            fail("database unreachable at \(settings.postgres.redactedDescription): \(error)")
             return 75
+        } catch let error as DatabaseError where error.sqlState == "3D000" || error.sqlState == "28000" || error.sqlState == "28P01" {
+            fail("database configuration error at \(settings.postgres.redactedDescription): \(error)")
+            return 78
         } catch let error as DatabaseError where error.sqlState == "42P01" || error.sqlState == "3F000" {
             fail("the siwa schema is missing or incomplete: run 'siwa-jobs migrate' (\(error))")
             return 78
