@@ -29,18 +29,12 @@ enum EnqueueCommand {
         do {
             switch kind {
             case "refresh-validation":
-                let team = try DoctorCommand.format(try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
-                                                    "SIWA_TEAM_ID / --team-id", what: "team ID")
-                let client = try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args)
-                guard !client.contains(where: \.isWhitespace), client != team else {
-                    throw ConfigError(message: "SIWA_CLIENT_ID / --client-id '\(client)' is not a client ID (App ID or Services ID)")
-                }
+                let (team, client) = try teamAndClient(args, settings: settings)
                 job = try await enqueuer.enqueueRefreshValidation(
                     teamID: team, clientID: client, createdBy: who,
                     maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5)
             case "revocation-sweep":
-                let team = try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args)
-                let client = try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args)
+                let (team, client) = try teamAndClient(args, settings: settings)
                 job = try await enqueuer.enqueueRevocationSweep(
                     teamID: team, clientID: client, createdBy: who,
                     maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5)
@@ -64,6 +58,17 @@ enum EnqueueCommand {
             return nil
         }
         return job
+    }
+
+    /// Team and client ID from flags or the environment, checked for shape.
+    private static func teamAndClient(_ args: Arguments, settings: Settings) throws -> (team: String, client: String) {
+        let team = try DoctorCommand.format(try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
+                                            "SIWA_TEAM_ID / --team-id", what: "team ID")
+        let client = try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args)
+        guard !client.contains(where: \.isWhitespace), client != team else {
+            throw ConfigError(message: "SIWA_CLIENT_ID / --client-id '\(client)' is not a client ID (App ID or Services ID)")
+        }
+        return (team, client)
     }
 }
 

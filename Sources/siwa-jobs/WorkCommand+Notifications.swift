@@ -15,7 +15,7 @@ extension WorkCommand {
         guard names.contains(where: { settings.value($0) != nil }) else { return [] }
         let credentials = try settings.credentials()
         let keyring = try settings.keyring()
-        let client = AppleIDClient(baseURL: settings.appleBaseURL, transport: CurlTransport(),
+        let client = AppleIDClient(baseURL: try settings.validatedAppleBaseURL(), transport: CurlTransport(),
                                    secrets: ClientSecretProvider(credentials: credentials))
         let registry = AppleClientRegistry([(teamID: credentials.teamID, client: client)])
         let verifier: JWTVerifier

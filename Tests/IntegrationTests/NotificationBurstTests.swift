@@ -19,7 +19,7 @@ import Testing
 
     @Test func keyRotationMidRunCostsExactlyOneRefetch() async throws {
         let world = try await NotificationWorld.create(accounts: 200)
-        let worker = try BinaryProcess(["work", "--concurrency", "8"], environment: world.environment(refetchSeconds: 1))
+        let worker = try BinaryProcess(["work", "--concurrency", "8"], environment: world.environment(refetchSeconds: 0))
         let signedBeforeRotation = try world.sign(Self.specs(190..<200, subs: world.subs))
         #expect(await world.post(try world.sign(Self.specs(0..<100, subs: world.subs))) == [200: 100])
         try await world.waitFor("SELECT count(*)::int FROM siwa.notifications WHERE processed_at IS NOT NULL", atLeast: 100)

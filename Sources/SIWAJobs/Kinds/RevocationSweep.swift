@@ -11,9 +11,9 @@ import SIWACrypto
 /// recorded as outcome `revoked_or_invalid` and nothing more is claimed. On 200 the stored token
 /// is wiped in the completion statement (ciphertext and key id set NULL, `token_status` =
 /// `revoked`; the fingerprint stays), only if the account still holds the token that was sent.
-/// Other outcomes: `failed` (a permanent error such as `invalid_request`, or a token that cannot
-/// be decrypted), `discarded` (transient errors until attempts ran out), `no_token` (wiped
-/// meanwhile; nothing sent). Configuration errors (`invalid_client`, ...) pause the job.
+/// Other outcomes: `failed` (a permanent error such as `invalid_request`), `discarded` (transient
+/// errors until attempts ran out), `no_token` (wiped meanwhile; nothing sent). Configuration
+/// errors (`invalid_client`, ..., or a stored token that cannot be decrypted) pause the job.
 public struct RevocationSweepHandler: JobHandler {
     public static let kind = "revocation-sweep"
     public var kind: String { Self.kind }
@@ -68,8 +68,10 @@ public struct RevocationSweepHandler: JobHandler {
         do {
             token = try keyring.open(ciphertext, keyID: keyID, accountAAD: String(accountID))
         } catch {
-            return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "stored refresh token cannot be decrypted: \(error)"]),
-                                        tokenFingerprint: stored.fingerprint), audit: nil, effect: nil)
+            // A wrong or missing token key fails every item alike: a configuration error (as in
+            // refresh validation), so the job pauses rather than failing the sweep item by item.
+            return .pauseJob(reason: "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
+                + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job")
         }
         let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
         switch await client.revoke(token: token, hint: "refresh_token") {
