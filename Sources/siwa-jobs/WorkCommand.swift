@@ -94,7 +94,18 @@ enum WorkCommand {
 
     /// Fails fast with a clear message: database unreachable (75) or schema not migrated (78).
     static func preflight(pool: PostgresPool) async throws {
-        let status = try await pool.withConnection { conn in try await Migrator().status(on: conn) }
+        // Read-only, so a connection dropped under it is simply retried a few times.
+        var attempt = 0
+        var status: Migrator.Status
+        while true {
+            do {
+                status = try await pool.withConnection { conn in try await Migrator().status(on: conn) }
+                break
+            } catch let error as DatabaseError where error.isConnectionLoss && attempt < 3 {
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
         if !status.pending.isEmpty {
             throw ConfigError(message: "migrations not applied (\(status.pending.joined(separator: ", "))): run 'siwa-jobs migrate'")
         }
