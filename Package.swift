@@ -27,7 +27,9 @@ let package = Package(
         // Generic durable queue on PostgreSQL and the worker supervisor. Knows nothing about Apple.
         .target(name: "Queue", dependencies: ["Postgres"], swiftSettings: strict),
         // The job kinds, schema migrations, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["Queue", "AppleID", "Postgres", "SIWACrypto"], swiftSettings: strict),
+        .target(name: "SIWAJobs", dependencies: ["Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
+        // A small async HTTP server on libmicrohttpd (the notification receiver).
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // A faithful local stand-in for appleid.apple.com on libmicrohttpd.
         .target(name: "Sandbox", dependencies: ["SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
         // The CLI.
@@ -44,7 +46,7 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox"],
+            dependencies: ["SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
             swiftSettings: strict
         ),
     ]

@@ -40,9 +40,12 @@ public struct AppleCredentials: Sendable, CustomStringConvertible {
     public var description: String { "AppleCredentials(team: \(teamID), key: \(keyID), client: \(clientID))" }
 
     private static func checkIdentifier(_ value: String, field: String, what: String) throws(AppleConfigurationError) {
-        let valid = value.utf8.count == 10 && value.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
-        guard valid else {
-            throw AppleConfigurationError(field: field, message: "\(what) must be exactly 10 characters A-Z or 0-9 (got \(value.utf8.count) characters)")
+        let allowed: (Character) -> Bool = { $0.isASCII && ($0.isUppercase || $0.isNumber) }
+        if value.count != 10 {
+            throw AppleConfigurationError(field: field, message: "\(what) must be exactly 10 characters A-Z or 0-9 (got \(value.count))")
+        }
+        if let bad = value.first(where: { !allowed($0) }) {
+            throw AppleConfigurationError(field: field, message: "\(what) must be 10 characters A-Z or 0-9; '\(bad)' is not allowed")
         }
     }
 

@@ -28,7 +28,8 @@ public struct ClientSecret: Sendable {
         guard lifetime.isFinite else {
             throw AppleConfigurationError(field: "lifetime", message: "client secret lifetime must be a finite number of seconds")
         }
-        let clamped = min(max(lifetime, minimumLifetime), maximumLifetime)
+        // exp - iat stays within the maximum too, since iat is back-dated.
+        let clamped = min(max(lifetime, minimumLifetime), maximumLifetime - issuedAtBackdate)
         let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
         let claims = Claims(
             iss: credentials.teamID,

@@ -85,12 +85,30 @@ extension DatabaseError {
         DatabaseError(kind: .decoding, message: message)
     }
 
-    /// Removes every occurrence of each secret (e.g. passwords) from `text`.
+    /// Removes every occurrence of each secret (e.g. passwords) from `text`, and the password part
+    /// of anything shaped like `scheme://user:password@host`.
     static func redact(_ text: String, secrets: [String]) -> String {
         var result = text
         for secret in secrets where !secret.isEmpty {
             result = result.replacingOccurrences(of: secret, with: "<redacted>")
         }
-        return result
+        return scrubURIPasswords(result)
+    }
+
+    /// `postgres://user:secret@host` becomes `postgres://user:<redacted>@host`.
+    static func scrubURIPasswords(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let scheme = rest.range(of: "://") {
+            out += rest[..<scheme.upperBound]
+            rest = rest[scheme.upperBound...]
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" || $0 == " " || $0 == "\"" }) ?? rest.endIndex
+            let authority = rest[..<authorityEnd]
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                out += authority[...colon] + "<redacted>" + authority[at...]
+                rest = rest[authorityEnd...]
+            }
+        }
+        return out + rest
     }
 }

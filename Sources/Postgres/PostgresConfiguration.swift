@@ -40,9 +40,14 @@ public struct PostgresConfiguration: Sendable {
         }.joined(separator: " ")
     }
 
-    /// Passwords that must never appear in messages: the one in `conninfo`, if any.
+    /// True when `conninfo` is empty (PG* variables) or parses as a libpq URI or key=value string.
+    public var isParseable: Bool { conninfo.isEmpty || Self.parse(conninfo) != nil }
+
+    /// Text that must never appear in messages: the password in `conninfo`, or the whole
+    /// `conninfo` when libpq cannot parse it (its error would echo it, password and all).
     var secretsToRedact: [String] {
-        guard !conninfo.isEmpty, let options = Self.parse(conninfo) else { return [] }
+        guard !conninfo.isEmpty else { return [] }
+        guard let options = Self.parse(conninfo) else { return [conninfo] }
         return options.filter { $0.key == "password" && !$0.value.isEmpty }.map(\.value)
     }
 

@@ -44,6 +44,8 @@ public protocol JobStore: Sendable {
     func pauseJob(id: Int64, reason: String) async throws -> Bool
     /// Marks running jobs with no unfinished items as completed. Returns their ids.
     func completeFinishedJobs() async throws -> [Int64]
+    /// Paused jobs of the given kinds with their reasons.
+    func pausedJobs(kinds: [String]) async throws -> [Int64: String]
     /// Due, leased and scheduled work of running jobs of the given kinds.
     func backlog(kinds: [String]) async throws -> QueueBacklog
 }

@@ -162,6 +162,13 @@ public final class MemoryJobStore: JobStore {
         }
     }
 
+    public func pausedJobs(kinds: [String]) async throws -> [Int64: String] {
+        state.withLock { s in
+            Dictionary(uniqueKeysWithValues: s.jobs.values.filter { $0.state == "paused" && kinds.contains($0.kind) }
+                .map { ($0.id, "paused") })
+        }
+    }
+
     public func backlog(kinds: [String]) async throws -> QueueBacklog {
         let now = clock()
         return state.withLock { s in

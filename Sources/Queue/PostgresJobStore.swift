@@ -93,6 +93,17 @@ public struct PostgresJobStore: JobStore {
         return try rows.map { try $0.decode("id") }
     }
 
+    public func pausedJobs(kinds: [String]) async throws -> [Int64: String] {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                SELECT id, coalesce(paused_reason, '') AS reason FROM siwa.jobs WHERE state = 'paused' AND kind = ANY(\(kinds))
+                """)
+        }
+        var map: [Int64: String] = [:]
+        for row in rows { map[try row.decode("id")] = try row.decode("reason") }
+        return map
+    }
+
     public func backlog(kinds: [String]) async throws -> QueueBacklog {
         let rows = try await pool.withConnection { conn in
             try await conn.query("""

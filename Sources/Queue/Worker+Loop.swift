@@ -70,7 +70,8 @@ extension Worker {
                 } else {
                     if wakeup.consume() { wantClaim = true }
                     let deficit = concurrency + prefetch - inflight - ready.count
-                    if !claimInFlight && wantClaim && (deficit >= claimThreshold || (inflight == 0 && ready.isEmpty)) {
+                    if !claimInFlight && wantClaim && !upstreamCoolingDown
+                        && (deficit >= claimThreshold || (inflight == 0 && ready.isEmpty)) {
                         claimInFlight = true
                         let limit = min(deficit, configuration.claimBatch)
                         let backoff = databaseErrors == 0 ? 0 : min(5.0, 0.2 * Double(databaseErrors))
@@ -193,9 +194,11 @@ extension Worker {
                 report: inout WorkerReport) async {
         switch outcome {
         case let .succeeded(result, audit, effect):
+            noteUpstream(success: true, error: nil, report: &report)
             report.succeeded += 1
             flusher.add(Completion(item: item, kind: kind, state: .succeeded, result: result, audit: audit, effect: effect))
         case let .failed(result, audit, effect):
+            noteUpstream(success: true, error: nil, report: &report)
             report.failed += 1
             flusher.add(Completion(item: item, kind: kind, state: .failed, lastError: result.appleError ?? result.outcome,
                                    result: result, audit: audit, effect: effect))
@@ -203,13 +206,18 @@ extension Worker {
             if cancelled {
                 release(item, kind: kind, reason: "released on shutdown", report: &report)
             } else if item.attempt >= item.maxAttempts {
-                report.failed += 1
+                noteUpstream(success: false, error: error, report: &report)
+                report.discarded += 1
+                logger.warning("item discarded after its last attempt", [
+                    "item.id": "\(item.id)", "job.id": "\(item.jobID)", "attempt": "\(item.attempt)", "error": error])
                 var final = result
                 final.outcome = "discarded"
                 flusher.add(Completion(item: item, kind: kind, state: .discarded, lastError: error, result: final,
                                        audit: AuditRecord(action: "item.discarded", detail: result.detail)))
             } else {
+                noteUpstream(success: false, error: error, report: &report)
                 report.retried += 1
+                logger.debug("item will be retried", ["item.id": "\(item.id)", "attempt": "\(item.attempt)", "error": error])
                 let delay = configuration.backoff.delay(afterAttempt: item.attempt, retryAfterSeconds: retryAfter, random: random)
                 flusher.add(Completion(item: item, kind: kind, state: .available, delaySeconds: delay, lastError: error))
             }
@@ -227,6 +235,42 @@ extension Worker {
             }
         case .released:
             release(item, kind: kind, reason: cancelled ? "released on shutdown" : "released", report: &report)
+        }
+    }
+
+    /// Tracks transient failures in a row. Past the threshold the upstream is taken to be down:
+    /// a drain stops (exit 75) with items left for the next run instead of burning their attempts;
+    /// a long-running worker pauses claiming for the cool-down.
+    func noteUpstream(success: Bool, error: String?, report: inout WorkerReport) {
+        let threshold = configuration.effectiveUpstreamFailureThreshold
+        let tripped = upstream.withLock { u -> Bool in
+            if success {
+                u.consecutiveTransient = 0
+                return false
+            }
+            u.consecutiveTransient += 1
+            guard u.consecutiveTransient == threshold else { return false }
+            u.coolDownUntil = Date().addingTimeInterval(configuration.upstreamCoolDownSeconds)
+            return true
+        }
+        guard tripped else { return }
+        logger.error("upstream looks down: transient failures in a row", [
+            "failures": "\(threshold)", "error": error ?? "", "drain": "\(configuration.drain)",
+            "cool_down_s": "\(configuration.upstreamCoolDownSeconds)"])
+        if configuration.drain {
+            report.upstreamFailure = "\(threshold) transient failures in a row; last: \(error ?? "?")"
+            requestStop()
+        }
+    }
+
+    /// True while claiming is paused after the upstream looked down.
+    var upstreamCoolingDown: Bool {
+        upstream.withLock { u in
+            guard let until = u.coolDownUntil else { return false }
+            if until > Date() { return true }
+            u.coolDownUntil = nil
+            u.consecutiveTransient = 0
+            return false
         }
     }
 
@@ -253,7 +297,13 @@ extension Worker {
             report.leftPending += 1
             logger.warning("retries scheduled beyond the drain horizon are left for the next run", [
                 "next_run_at": "\(next)"])
-            return .exit
+        }
+        // A paused job needs an operator: a drain that leaves one behind says so (exit 78).
+        if let paused = try? await store.pausedJobs(kinds: kinds) {
+            for (id, reason) in paused where report.pausedJobs[id] == nil {
+                report.pausedJobs[id] = reason
+                logger.error("job is paused and needs attention", ["job.id": "\(id)", "reason": reason])
+            }
         }
         return .exit
     }

@@ -16,6 +16,8 @@ public final class Worker: Sendable {
     let stopSignal = StopSignal()
     let pausedJobs = Mutex<Set<Int64>>([])
     let jobCache = Mutex<[Int64: JobRecord]>([:])
+    /// Transient failures in a row with no success in between, and when claiming may resume.
+    let upstream = Mutex<(consecutiveTransient: Int, coolDownUntil: Date?)>((0, nil))
     let random: @Sendable () -> Double
 
     /// - Parameters:
@@ -42,6 +44,10 @@ public final class Worker: Sendable {
     /// Graceful stop (SIGTERM/SIGINT): stop claiming, let in-flight items finish within the grace
     /// period, then cancel and release the rest. Safe from any thread; a second call is harmless.
     public func requestStop() {
+        if !stopSignal.isFired {
+            logger.info("stop requested: no more claims; in-flight items get the grace period", [
+                "grace_s": "\(configuration.shutdownGraceSeconds)"])
+        }
         stopSignal.fire()
         wakeup.signal()
     }
@@ -64,6 +70,7 @@ public final class Worker: Sendable {
         }
         logger.info("worker stopped", [
             "worker.id": configuration.workerID, "succeeded": "\(report.succeeded)", "failed": "\(report.failed)",
+            "discarded": "\(report.discarded)",
             "retried": "\(report.retried)", "released": "\(report.released)",
             "paused_jobs": "\(report.pausedJobs.count)", "exit_code": "\(report.exitCode)",
         ])

@@ -22,11 +22,18 @@ public struct WorkerConfiguration: Sendable {
     public var drainHorizonSeconds: Double
     /// Retry delays.
     public var backoff: BackoffPolicy
+    /// Consecutive transient failures (no success in between) after which the upstream is taken
+    /// to be down: with `drain` the run stops (exit 75) instead of burning every item's attempts;
+    /// otherwise claiming pauses for `upstreamCoolDownSeconds`. 0 picks max(100, 2 × concurrency).
+    public var upstreamFailureThreshold: Int
+    /// Seconds claiming pauses after the upstream is taken to be down (long-running mode). Default 60 s.
+    public var upstreamCoolDownSeconds: Double
 
     public init(workerID: String, concurrency: Int = 64, claimBatch: Int = 500, leaseSeconds: Double = 30,
                 pollSeconds: Double = 1, flushMaxItems: Int = 500, flushIntervalMilliseconds: Int = 20,
                 shutdownGraceSeconds: Double = 20, drain: Bool = false, drainHorizonSeconds: Double = 120,
-                backoff: BackoffPolicy = BackoffPolicy()) {
+                backoff: BackoffPolicy = BackoffPolicy(), upstreamFailureThreshold: Int = 0,
+                upstreamCoolDownSeconds: Double = 60) {
         self.workerID = workerID
         self.concurrency = concurrency
         self.claimBatch = claimBatch
@@ -38,14 +45,23 @@ public struct WorkerConfiguration: Sendable {
         self.drain = drain
         self.drainHorizonSeconds = drainHorizonSeconds
         self.backoff = backoff
+        self.upstreamFailureThreshold = upstreamFailureThreshold
+        self.upstreamCoolDownSeconds = upstreamCoolDownSeconds
+    }
+
+    /// The effective threshold for taking the upstream to be down.
+    var effectiveUpstreamFailureThreshold: Int {
+        upstreamFailureThreshold > 0 ? upstreamFailureThreshold : max(100, 2 * concurrency)
     }
 }
 
 /// What a worker run did; maps onto the `work --drain` exit code.
 public struct WorkerReport: Sendable, Equatable {
     public var succeeded = 0
-    /// Permanent per-item failures and discarded items.
+    /// Permanent per-item failures.
     public var failed = 0
+    /// Items discarded after their last attempt failed transiently.
+    public var discarded = 0
     public var retried = 0
     public var released = 0
     /// Reasons of jobs this worker paused for configuration errors.
@@ -54,15 +70,18 @@ public struct WorkerReport: Sendable, Equatable {
     public var leftPending = 0
     /// Set when the run ended on a database failure it could not ride out.
     public var databaseFailure: String?
+    /// Set when a drain stopped because Apple (the upstream) looked down.
+    public var upstreamFailure: String?
 
     public init() {}
 
-    /// 0 all succeeded; 1 some items failed permanently; 75 temporary failure (database, work left
-    /// pending); 78 configuration error (a job was paused). Follows sysexits(3).
+    /// 0 all succeeded; 1 some items failed permanently or were discarded; 75 temporary failure
+    /// (database or Apple unavailable, work left pending); 78 configuration error (a job is paused).
+    /// Follows sysexits(3).
     public var exitCode: Int32 {
         if !pausedJobs.isEmpty { return 78 }
-        if databaseFailure != nil { return 75 }
-        if failed > 0 { return 1 }
+        if databaseFailure != nil || upstreamFailure != nil { return 75 }
+        if failed > 0 || discarded > 0 { return 1 }
         if leftPending > 0 { return 75 }
         return 0
     }

@@ -4,10 +4,12 @@ import Foundation
 final class AdminEndpoints: Sendable {
     let model: SandboxModel
     let plan: FaultPlan
+    let keys: SigningKeySet
 
-    init(model: SandboxModel, plan: FaultPlan) {
+    init(model: SandboxModel, plan: FaultPlan, keys: SigningKeySet) {
         self.model = model
         self.plan = plan
+        self.keys = keys
     }
 
     func handle(_ req: SandboxRequest) -> SandboxResponse {
@@ -29,7 +31,7 @@ final class AdminEndpoints: Sendable {
             case (_, "/__sandbox/truth"), (_, "/__sandbox/stats"):
                 return .methodNotAllowed("GET")
             default:
-                return .notFound()
+                return try handleKeysAndNotifications(req) ?? .notFound()
             }
         } catch let e as SandboxAdminError {
             return .adminError(e.description)

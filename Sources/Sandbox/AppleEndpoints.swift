@@ -4,12 +4,10 @@ import Foundation
 /// The Apple surface: `/auth/token`, `/auth/revoke`, `/auth/keys` (apple-api.md §2, §3, §6).
 final class AppleEndpoints: Sendable {
     let model: SandboxModel
-    let signer: any RS256Signing
+    /// The RS256 keys that sign id_tokens and notifications and make up the JWKS.
+    let keySet: SigningKeySet
     /// Include a signed id_token in refresh-token validation answers.
     let refreshIDToken: Bool
-    /// Precomputed `{"keys":[...]}` body.
-    let jwks: String
-    private let idTokenHeader: String
 
     static let tokenParameters: Set<String> = ["client_id", "client_secret", "grant_type", "refresh_token",
                                                "code", "redirect_uri", "scope"]
@@ -21,17 +19,13 @@ final class AppleEndpoints: Sendable {
 
     init(model: SandboxModel, signer: any RS256Signing, refreshIDToken: Bool = true) {
         self.model = model
-        self.signer = signer
+        self.keySet = SigningKeySet(signer)
         self.refreshIDToken = refreshIDToken
-        let jwk = "{\"kty\":\"RSA\",\"kid\":\(JSONText.quote(signer.keyID)),\"use\":\"sig\",\"alg\":\"RS256\","
-            + "\"n\":\"\(Base64URL.encode(signer.modulus))\",\"e\":\"\(Base64URL.encode(signer.exponent))\"}"
-        jwks = "{\"keys\":[\(jwk)]}"
-        idTokenHeader = Base64URL.encode(Array("{\"kid\":\(JSONText.quote(signer.keyID)),\"alg\":\"RS256\"}".utf8))
     }
 
     /// `GET /auth/keys`.
     func keys() -> SandboxResponse {
-        var r = SandboxResponse.appleJSON(jwks)
+        var r = SandboxResponse.appleJSON(keySet.jwks)
         r.noStore = false
         return r
     }
@@ -122,12 +116,10 @@ final class AppleEndpoints: Sendable {
         let iat = Int(now)
         let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
             + "\"exp\":\(iat + Self.idTokenLifetime),\"iat\":\(iat),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(iat)}"
-        let signingInput = idTokenHeader + "." + Base64URL.encode(Array(claims.utf8))
-        guard let signature = try? signer.signRS256(Array(signingInput.utf8)) else {
+        guard let idToken = try? keySet.sign(claimsJSON: claims) else {
             return .plain("id_token signing failed\n", status: 500)
         }
         tally.idTokenSigned = true
-        let idToken = signingInput + "." + Base64URL.encode(signature)
         return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime),\"id_token\":\"\(idToken)\"}")
     }
 

@@ -100,6 +100,9 @@ public final class SandboxServer: Sendable {
     /// The fault/latency controls of the running server, for in-process tests.
     var faultPlan: FaultPlan? { running.withLock { $0?.core.plan } }
 
+    /// The signing keys of the running server (rotation, notification signing).
+    var signingKeys: SigningKeySet? { running.withLock { $0?.core.apple.keySet } }
+
     /// Raises the soft `RLIMIT_NOFILE` toward `target` (bounded by the hard limit); best effort.
     static func raiseFileLimit(to target: rlim_t) {
         var limit = rlimit()

@@ -32,7 +32,7 @@ final class ServerCore: Sendable {
         self.model = model
         self.apple = apple
         self.plan = plan
-        self.admin = AdminEndpoints(model: model, plan: plan)
+        self.admin = AdminEndpoints(model: model, plan: plan, keys: apple.keySet)
     }
 
     static func bodyLimit(path: String) -> Int {

@@ -54,15 +54,12 @@ enum DoctorCommand {
             return "AES-256-GCM, key id \(ring.current.keyID)"
         }
         check("Apple base URL (SIWA_APPLE_BASE_URL)") {
-            let url = settings.appleBaseURL
-            guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme), parsed.host != nil else {
-                throw ConfigError(message: "'\(url)' is not an http(s) URL")
-            }
-            let loopback = ["127.0.0.1", "localhost", "::1"].contains(parsed.host ?? "")
-            guard scheme == "https" || loopback else {
-                throw ConfigError(message: "'\(url)' is plain http to a non-loopback host")
-            }
-            return url + (loopback ? " (local sandbox)" : "")
+            let url = try settings.validatedAppleBaseURL()
+            return url + (url.hasPrefix("http:") ? " (local sandbox)" : "")
+        }
+        check("logging (SIWA_LOG_LEVEL, SIWA_LOG_FORMAT)") {
+            try settings.validateLogging()
+            return "ok"
         }
         do {
             let connection = try await PostgresConnection.connect(settings.postgres)
@@ -77,10 +74,21 @@ enum DoctorCommand {
             } else {
                 say(String(format: "ok    clock: skew against the database %.3f s", skew))
             }
-            let pending = try await Migrator().pending(on: connection)
-            if pending.isEmpty { say("ok    migrations: all applied") } else {
+            let migrations = try await Migrator().status(on: connection)
+            if migrations.pending.isEmpty && migrations.changed.isEmpty {
+                say("ok    migrations: all applied" + (migrations.unknown.isEmpty ? "" :
+                    " (the database also has \(migrations.unknown.joined(separator: ", ")), newer than this binary)"))
+            }
+            if !migrations.pending.isEmpty {
                 problems += 1
-                say("FAIL  migrations: not applied: \(pending.joined(separator: ", ")) (run 'siwa-jobs migrate')")
+                say("FAIL  migrations: not applied: \(migrations.pending.joined(separator: ", ")) (run 'siwa-jobs migrate')")
+            }
+            if !migrations.changed.isEmpty {
+                problems += 1
+                say("FAIL  migrations: applied with different text than this binary's: \(migrations.changed.joined(separator: ", "))")
+            }
+            if migrations.pending.isEmpty, let ring = try? settings.keyring() {
+                problems += try await checkStoredToken(connection, keyring: ring)
             }
         } catch let error as DatabaseError {
             databaseDown = true
@@ -90,11 +98,34 @@ enum DoctorCommand {
         return databaseDown ? 75 : 0
     }
 
+    /// Opens one stored refresh token (if any) with the configured keys: a wrong token key is
+    /// caught here rather than by a failed night. Returns the number of problems found (0 or 1).
+    static func checkStoredToken(_ connection: PostgresConnection, keyring: TokenKeyring) async throws -> Int {
+        let rows = try await connection.query("""
+            SELECT id, refresh_token_ciphertext, refresh_token_key_id FROM siwa.accounts
+            WHERE refresh_token_ciphertext IS NOT NULL ORDER BY id DESC LIMIT 1
+            """)
+        guard let row = rows.first else {
+            say("ok    stored tokens: none yet")
+            return 0
+        }
+        let id: Int64 = try row.decode("id")
+        let keyID: String = try row.decode("refresh_token_key_id")
+        do {
+            _ = try keyring.open(try row.decode("refresh_token_ciphertext"), keyID: keyID, accountAAD: String(id))
+            say("ok    stored tokens: a sample (account \(id), key id \(keyID)) decrypts with the configured keys")
+            return 0
+        } catch {
+            say("FAIL  stored tokens: account \(id) (key id \(keyID)) does not decrypt with the configured keys: \(error)")
+            return 1
+        }
+    }
+
     /// Team IDs and key IDs are 10 characters of A-Z and 0-9.
     static func format(_ value: String?, _ name: String, what: String) throws -> String {
-        guard let value else { throw ConfigError(message: "not set") }
-        guard value.count == 10, value.allSatisfy({ ($0.isASCII && $0.isUppercase) || $0.isASCII && $0.isNumber }) else {
-            throw ConfigError(message: "'\(value)' is not a \(what): expected 10 characters A-Z and 0-9")
+        guard let value else { throw ConfigError(message: "\(name) is not set") }
+        guard value.count == 10, value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
+            throw ConfigError(message: "\(name) '\(value)' is not a \(what): expected 10 characters A-Z and 0-9")
         }
         return value
     }

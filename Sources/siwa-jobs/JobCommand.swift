@@ -36,7 +36,12 @@ enum JobCommand {
             throw UsageError(message: "job: unknown action '\(action)' (resume or cancel)")
         }
         guard changed > 0 else {
-            SIWAJobsCommand.fail("job \(id) is not \(action == "resume" ? "paused" : "running or paused")")
+            let rows = try await connection.query("SELECT state FROM siwa.jobs WHERE id = \(id)")
+            guard let state: String = try rows.first?.decode("state") else {
+                SIWAJobsCommand.fail("job \(id) not found")
+                return 1
+            }
+            SIWAJobsCommand.fail("job \(id) is \(state), not \(action == "resume" ? "paused" : "running or paused")")
             return 1
         }
         try await connection.execute("""

@@ -11,7 +11,19 @@ enum KeygenCommand {
         let args = try Arguments(words, valueFlags: ["out"], switchFlags: ["token-key", "force"])
         try args.noPositionals("keygen")
         if args.flag("token-key") {
-            say(SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined())
+            let key = SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined()
+            guard let path = args.string("out") else {
+                say(key)
+                return 0
+            }
+            if FileManager.default.fileExists(atPath: path) && !args.flag("force") {
+                throw UsageError(message: "keygen: '\(path)' exists; pass --force to overwrite")
+            }
+            guard FileManager.default.createFile(atPath: path, contents: Data((key + "\n").utf8),
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                throw ConfigError(message: "keygen: cannot write '\(path)'")
+            }
+            say("wrote \(path) (32-byte token encryption key, hex; use as SIWA_TOKEN_KEY_FILE)")
             return 0
         }
         guard let path = args.string("out") else { throw UsageError(message: "keygen: --out FILE or --token-key is required") }
@@ -36,7 +48,7 @@ enum ClientSecretCommand {
         let args = try Arguments(words, valueFlags: ["team-id", "key-id", "key-file", "client-id", "lifetime-seconds"])
         try args.noPositionals("client-secret")
         let credentials = try settings.credentials(arguments: args)
-        let lifetime = try args.seconds("lifetime-seconds", in: 1...15_777_000) ?? 3600
+        let lifetime = try args.seconds("lifetime-seconds", in: 60...(ClientSecret.maximumLifetime - ClientSecret.issuedAtBackdate)) ?? 3600
         let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: lifetime)
         say(minted.token)
         FileHandle.standardError.write(Data("client secret for \(credentials.clientID) (team \(credentials.teamID), kid \(credentials.keyID)) expires \(minted.expiresAt)\n".utf8))

@@ -17,7 +17,12 @@ struct SIWAJobsCommand {
           keygen --out FILE | --token-key generate a P-256 .p8 key (sandbox/demo) or a token encryption key
           seed --accounts N               create demo accounts and register them with the sandbox
           enqueue refresh-validation      plan the nightly refresh-token validation (--team-id --client-id)
+          enqueue revocation-sweep        revoke tokens of deleted / consent-revoked accounts (--team-id --client-id)
+          enqueue notifications           plan processing of stored notifications not yet planned (cron backup)
           enqueue noop --items N          plan a no-op job (queue benchmark)
+          notifications serve --port N    receive Apple's server-to-server notifications (plain HTTP; TLS in front)
+          notifications send --to URL     sandbox: sign a mix of notifications and POST them (--sandbox --client-id --sub)
+          token verify TOKEN              verify an id_token or notification JWT (--jwks FILE|URL --client-id C [--at --nonce])
           work [--drain]                  run the worker (--concurrency N, --progress, --stats, ...)
           status [--job N]                job progress from the siwa.job_progress view
           job resume|cancel N             resume a paused job, or cancel a job
@@ -27,7 +32,8 @@ struct SIWAJobsCommand {
 
         configuration comes from the environment: DATABASE_URL or PG*, SIWA_APPLE_BASE_URL,
         SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE or SIWA_PRIVATE_KEY, SIWA_TEAMS_FILE,
-        SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY, SIWA_TOKEN_KEY_ID, SIWA_LOG_LEVEL, SIWA_LOG_FORMAT.
+        SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY, SIWA_TOKEN_KEY_ID, SIWA_NOTIFICATION_CLIENT_IDS,
+        SIWA_LOG_LEVEL, SIWA_LOG_FORMAT.
         """
 
     static func main() async {
@@ -42,7 +48,15 @@ struct SIWAJobsCommand {
         }
         let rest = Array(words.dropFirst())
         let settings = Settings()
+        if rest.contains("--help") || rest.contains("-h"), command != "sandbox" {
+            print(usage)
+            return 0
+        }
         do {
+            if !["doctor", "help", "--help", "-h", "sandbox", "keygen"].contains(command) { try settings.validateLogging() }
+            guard settings.postgres.isParseable else {
+                throw ConfigError(message: "DATABASE_URL is neither a postgres:// URI nor a key=value conninfo string")
+            }
             switch command {
             case "migrate": return try await MigrateCommand.run(rest, settings: settings)
             case "doctor": return try await DoctorCommand.run(rest, settings: settings)
@@ -55,6 +69,8 @@ struct SIWAJobsCommand {
             case "job": return try await JobCommand.run(rest, settings: settings)
             case "transfer": return try await TransferCommand.run(rest, settings: settings)
             case "sandbox": return await SandboxCommand.run(rest)
+            case "notifications": return try await NotificationsCommand.run(rest, settings: settings)
+            case "token": return try await TokenCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
                 return 0
@@ -71,8 +87,11 @@ struct SIWAJobsCommand {
             fail("\(error)")
             return 65
         } catch let error as DatabaseError where error.isConnectionLoss {
-            fail("database unreachable (\(settings.postgres.redactedDescription)): \(error)")
+            fail("database unreachable at \(settings.postgres.redactedDescription): \(error)")
             return 75
+        } catch let error as DatabaseError where error.sqlState == "3D000" || error.sqlState == "28000" || error.sqlState == "28P01" {
+            fail("database configuration error at \(settings.postgres.redactedDescription): \(error)")
+            return 78
         } catch let error as DatabaseError where error.sqlState == "42P01" || error.sqlState == "3F000" {
             fail("the siwa schema is missing or incomplete: run 'siwa-jobs migrate' (\(error))")
             return 78

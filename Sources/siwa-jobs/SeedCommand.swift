@@ -17,22 +17,36 @@ enum SeedCommand {
         let sandbox = args.string("sandbox") ?? settings.value("SIWA_APPLE_BASE_URL")
         guard let sandbox else { throw UsageError(message: "seed: --sandbox URL (or SIWA_APPLE_BASE_URL) is required") }
 
+        // The sandbox first: an unreachable sandbox must not leave accounts it does not know.
+        let admin = SandboxAdminClient(baseURL: sandbox)
+        try await admin.registerTeam(teamID: credentials.teamID, keyID: credentials.keyID,
+                                     publicKeyPEM: credentials.privateKey.publicKey.spkiPEM, clientIDs: [credentials.clientID])
         let pool = PostgresPool(configuration: settings.postgres, size: 1)
         let result = await Result(catching: {
             try await Seeder(pool: pool, keyring: keyring).seed(
                 accounts: count, revokedFraction: fraction, teamID: credentials.teamID, clientID: credentials.clientID,
                 prefix: args.string("prefix") ?? "user")
         })
-        await pool.close()
         let report: SeedReport
         do { report = try result.get() } catch let error as DatabaseError where error.sqlState == "23505" {
+            await pool.close()
             SIWAJobsCommand.fail("accounts with these ids already exist for this team and client: seed a fresh database or pass --prefix")
             return 1
+        } catch {
+            await pool.close()
+            throw error
         }
-        let admin = SandboxAdminClient(baseURL: sandbox)
-        try await admin.registerTeam(teamID: credentials.teamID, keyID: credentials.keyID,
-                                     publicKeyPEM: credentials.privateKey.publicKey.spkiPEM, clientIDs: [credentials.clientID])
-        try await admin.registerRefreshTokens(report.tokens, teamID: credentials.teamID, clientID: credentials.clientID)
+        do {
+            try await admin.registerRefreshTokens(report.tokens, teamID: credentials.teamID, clientID: credentials.clientID)
+        } catch {
+            // Undo: accounts whose tokens the sandbox does not know would skew its truth.
+            _ = try? await pool.withConnection { conn in
+                try await conn.execute("DELETE FROM siwa.accounts WHERE id = ANY(\(report.accountIDs))")
+            }
+            await pool.close()
+            throw error
+        }
+        await pool.close()
         say("seeded \(report.accounts) accounts for team \(credentials.teamID) client \(credentials.clientID); "
             + "sandbox truth: \(report.valid) valid, \(report.revoked) revoked")
         return 0

@@ -30,8 +30,10 @@ extension Settings {
             let c = try self.credentials()
             if !credentials.contains(where: { $0.teamID == c.teamID && $0.clientID == c.clientID }) { credentials.append(c) }
         }
+        guard !credentials.isEmpty else { return AppleClientRegistry([]) }
+        let baseURL = try validatedAppleBaseURL()
         return AppleClientRegistry(credentials.map { c in
-            (teamID: c.teamID, client: AppleIDClient(baseURL: appleBaseURL, transport: transport,
+            (teamID: c.teamID, client: AppleIDClient(baseURL: baseURL, transport: transport,
                                                     secrets: ClientSecretProvider(credentials: c)))
         })
     }

@@ -42,7 +42,10 @@ struct Settings {
     }
 
     func require(_ name: String, flag: String? = nil, arguments: Arguments? = nil) throws -> String {
-        if let flag, let v = arguments?.string(flag), !v.isEmpty { return v }
+        if let flag, let v = arguments?.string(flag) {
+            guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw UsageError(message: "--\(flag) is empty") }
+            return v
+        }
         if let v = value(name) { return v }
         throw ConfigError(message: "\(name) is not set" + (flag.map { " (or pass --\($0))" } ?? ""))
     }
@@ -51,6 +54,9 @@ struct Settings {
     func privateKey(arguments: Arguments? = nil) throws -> P256PrivateKey {
         let pem: String
         let source: String
+        if arguments?.string("key-file") == nil, value("SIWA_KEY_FILE") != nil, environment["SIWA_PRIVATE_KEY"]?.isEmpty == false {
+            throw ConfigError(message: "both SIWA_KEY_FILE and SIWA_PRIVATE_KEY are set: set only one")
+        }
         if let path = arguments?.string("key-file") ?? value("SIWA_KEY_FILE") {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigError(message: "key file '\(path)' cannot be read (SIWA_KEY_FILE / --key-file)")
@@ -79,7 +85,8 @@ struct Settings {
         do {
             return try AppleCredentials(teamID: team, keyID: kid, clientID: client, privateKey: key)
         } catch {
-            throw ConfigError(message: "\(error)")
+            let names = ["teamID": "SIWA_TEAM_ID / --team-id", "keyID": "SIWA_KEY_ID / --key-id", "clientID": "SIWA_CLIENT_ID / --client-id"]
+            throw ConfigError(message: "\(names[error.field] ?? error.field): \(error.message)")
         }
     }
 
@@ -108,11 +115,39 @@ struct Settings {
             guard parts.count == 2 else {
                 throw ConfigError(message: "SIWA_TOKEN_KEYS_PREVIOUS: expected id:key pairs separated by commas")
             }
+            guard parts[0] != keyID, !previous.contains(where: { $0.keyID == parts[0] }) else {
+                throw ConfigError(message: "SIWA_TOKEN_KEYS_PREVIOUS: key id '\(parts[0])' is listed twice (or equals SIWA_TOKEN_KEY_ID)")
+            }
             do { previous.append(try TokenCipher(keyID: parts[0], encodedKey: parts[1])) } catch {
                 throw ConfigError(message: "SIWA_TOKEN_KEYS_PREVIOUS key '\(parts[0])': \(error)")
             }
         }
         return TokenKeyring(current: current, previous: previous)
+    }
+
+    /// The Apple base URL, checked: an http(s) URL, and plain http only to a loopback host (the
+    /// sandbox), so client secrets and tokens never travel unencrypted.
+    func validatedAppleBaseURL() throws -> String {
+        let url = appleBaseURL
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              let host = parsed.host, !host.isEmpty else {
+            throw ConfigError(message: "SIWA_APPLE_BASE_URL '\(url)' is not an http(s) URL")
+        }
+        let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) || host.hasPrefix("127.")
+        guard scheme == "https" || loopback else {
+            throw ConfigError(message: "SIWA_APPLE_BASE_URL '\(url)' is plain http to a non-loopback host; use https")
+        }
+        return url
+    }
+
+    /// Checks SIWA_LOG_LEVEL and SIWA_LOG_FORMAT; a typo is named rather than ignored.
+    func validateLogging() throws {
+        if let level = value("SIWA_LOG_LEVEL"), !["debug", "info", "warning", "warn", "error"].contains(level.lowercased()) {
+            throw ConfigError(message: "SIWA_LOG_LEVEL '\(level)' is not one of debug, info, warning, error")
+        }
+        if let format = value("SIWA_LOG_FORMAT"), !["json", "text"].contains(format.lowercased()) {
+            throw ConfigError(message: "SIWA_LOG_FORMAT '\(format)' is not json or text")
+        }
     }
 
     func logger(_ label: String) -> Logger {

@@ -20,7 +20,11 @@ enum StatusCommand {
             FROM siwa.job_progress
             """ + " " + filter + " ORDER BY job_id")
         if rows.isEmpty {
-            SIWAJobsCommand.fail(jobID.map { "job \($0) not found" } ?? "no jobs")
+            guard let jobID else {
+                say("no jobs yet")
+                return 0
+            }
+            SIWAJobsCommand.fail("job \(jobID) not found")
             return 1
         }
         for row in rows {

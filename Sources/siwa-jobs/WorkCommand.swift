@@ -22,9 +22,11 @@ enum WorkCommand {
 
         var handlers: [any JobHandler] = [NoopHandler()]
         if let refresh = try refreshHandler(settings: settings, pool: pool, logger: logger) { handlers.append(refresh.handler) }
+        handlers += try notificationHandlers(settings: settings, pool: pool)
         handlers += try TransferWiring.handlers(settings: settings, pool: pool)
         if let only = args.string("kinds") {
-            let wanted = Set(only.split(separator: ",").map(String.init))
+            let wanted = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            guard !wanted.isEmpty else { throw UsageError(message: "--kinds: expected a comma-separated list of kinds, got '\(only)'") }
             let known = Set(handlers.map(\.kind))
             if let unknown = wanted.subtracting(known).sorted().first {
                 throw UsageError(message: "--kinds: '\(unknown)' is not a kind this worker can run (\(known.sorted().joined(separator: ", ")))")
@@ -55,13 +57,14 @@ enum WorkCommand {
         trap.cancel()
         await pool.close()
 
-        say("worker: succeeded=\(report.succeeded) failed=\(report.failed) retried=\(report.retried) "
+        say("worker: succeeded=\(report.succeeded) failed=\(report.failed) discarded=\(report.discarded) retried=\(report.retried) "
             + "released=\(report.released) paused_jobs=\(report.pausedJobs.count) wall_s=\(String(format: "%.2f", elapsed)) "
             + "exit=\(report.exitCode)")
         for (job, reason) in report.pausedJobs.sorted(by: { $0.key < $1.key }) {
             say("job \(job) paused: \(reason)")
         }
         if let failure = report.databaseFailure { say("database failure: \(failure)") }
+        if let failure = report.upstreamFailure { say("Apple unavailable, run stopped early (items left for the next run): \(failure)") }
         if args.flag("stats") {
             let usage = ProcessUsage.current()
             say(String(format: "worker stats: cpu_user_s=%.2f cpu_sys_s=%.2f peak_rss_mb=%.1f",
@@ -72,7 +75,12 @@ enum WorkCommand {
 
     static func workerConfiguration(_ args: Arguments) throws -> WorkerConfiguration {
         let host = ProcessInfo.processInfo.hostName
-        let id = args.string("worker-id") ?? "\(host):\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
+        if let given = args.string("worker-id"), given.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw UsageError(message: "--worker-id is empty")
+        }
+        // A random suffix keeps ids unique even when an operator reuses --worker-id on two hosts.
+        let suffix = "\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
+        let id = args.string("worker-id").map { "\($0):\(suffix)" } ?? "\(host):\(suffix)"
         var c = WorkerConfiguration(workerID: id)
         c.concurrency = try args.int("concurrency", in: 1...4096) ?? c.concurrency
         c.claimBatch = try args.int("claim-batch", in: 1...5000) ?? c.claimBatch
@@ -87,9 +95,24 @@ enum WorkCommand {
 
     /// Fails fast with a clear message: database unreachable (75) or schema not migrated (78).
     static func preflight(pool: PostgresPool) async throws {
-        let pending = try await pool.withConnection { conn in try await Migrator().pending(on: conn) }
-        if !pending.isEmpty {
-            throw ConfigError(message: "migrations not applied (\(pending.joined(separator: ", "))): run 'siwa-jobs migrate'")
+        // Read-only, so a connection dropped under it is simply retried a few times.
+        var attempt = 0
+        var status: Migrator.Status
+        while true {
+            do {
+                status = try await pool.withConnection { conn in try await Migrator().status(on: conn) }
+                break
+            } catch let error as DatabaseError where error.isConnectionLoss && attempt < 3 {
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
+        if !status.pending.isEmpty {
+            throw ConfigError(message: "migrations not applied (\(status.pending.joined(separator: ", "))): run 'siwa-jobs migrate'")
+        }
+        if !status.changed.isEmpty {
+            throw ConfigError(message: "applied migrations differ from this binary's (\(status.changed.joined(separator: ", "))): "
+                + "the database and the binary disagree about the schema")
         }
     }
 
@@ -102,15 +125,16 @@ enum WorkCommand {
         }
         let credentials = try settings.credentials()
         let keyring = try settings.keyring()
+        let baseURL = try settings.validatedAppleBaseURL()
         let transport = CurlTransport()
-        let client = AppleIDClient(baseURL: settings.appleBaseURL, transport: transport,
+        let client = AppleIDClient(baseURL: baseURL, transport: transport,
                                    secrets: ClientSecretProvider(credentials: credentials))
         let registry = AppleClientRegistry([(teamID: credentials.teamID, client: client)])
         return (RefreshValidationHandler(pool: pool, registry: registry, keyring: keyring), transport)
     }
 }
 
-/// A live progress line on stderr for `work --progress`: items done of running jobs, and the rate.
+/// A live progress line on stdout for `work --progress` (stderr carries the logs): items done of running jobs, and the rate.
 enum ProgressLine {
     static func run(pool: PostgresPool) async {
         let started = Date()
@@ -130,8 +154,8 @@ enum ProgressLine {
             let elapsed = Date().timeIntervalSince(started)
             let rate = Double(done - (firstDone ?? 0)) / max(elapsed - 1, 0.001)
             let line = String(format: "\rprogress: %d/%d items done  %.0f items/s  %.0fs   ", done, total, rate, elapsed)
-            FileHandle.standardError.write(Data(line.utf8))
+            FileHandle.standardOutput.write(Data(line.utf8))
         }
-        FileHandle.standardError.write(Data("\n".utf8))
+        FileHandle.standardOutput.write(Data("\n".utf8))
     }
 }

@@ -26,13 +26,15 @@ import SIWACrypto
         #expect(!token.contains("\\/"), "slashes in aud are not escaped")
     }
 
-    @Test(arguments: [(1e12, 15_777_000.0), (15_777_001, 15_777_000), (15_777_000, 15_777_000), (1, 60), (-5, 60), (86_400, 86_400)])
+    @Test(arguments: [(1e12, 15_776_995.0), (15_777_001, 15_776_995), (15_777_000, 15_776_995), (1, 60), (-5, 60), (86_400, 86_400)])
     func lifetimeIsClamped(_ requested: Double, _ expected: Double) throws {
         let (token, expiresAt) = try ClientSecret.mint(credentials: try Fixtures.credentials(), now: now, lifetime: requested)
         let exp = (Fixtures.jsonSegment(token, 1)["exp"] as? NSNumber)?.doubleValue ?? 0
         #expect(exp - 1_700_000_000 == expected)
         #expect(expiresAt.timeIntervalSince1970 == exp)
         #expect(exp - now.timeIntervalSince1970 <= 15_777_000)
+        let iat = (Fixtures.jsonSegment(token, 1)["iat"] as? NSNumber)?.doubleValue ?? 0
+        #expect(exp - iat <= 15_777_000, "exp - iat within Apple's maximum even with the back-dated iat")
     }
 
     @Test func nonFiniteLifetimeIsAConfigurationError() throws {

@@ -10,7 +10,11 @@ import Testing
         try await world.seed(accounts: 2000, revokedFraction: 0.05)
         let job = try await world.enqueue()
         let worker = try BinaryProcess(["work", "--drain", "--concurrency", "32"], environment: world.environment)
-        // A separate connection terminates every other backend of this database, several times.
+        // Once the run is under way, a separate connection terminates every other backend of this
+        // database, several times.
+        while try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) < 50 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let killer = try await PostgresConnection.connect(world.database.configuration)
         var terminated = 0
         for _ in 0..<6 where worker.process.isRunning {

@@ -84,8 +84,10 @@ public struct RefreshValidationHandler: JobHandler {
         do {
             token = try keyring.open(ciphertext, keyID: keyID, accountAAD: String(accountID))
         } catch {
-            return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "stored refresh token cannot be decrypted: \(error)"]),
-                                        tokenFingerprint: stored.fingerprint), audit: nil, effect: nil)
+            // A wrong or missing token key would fail every item the same way: that is a
+            // configuration error, so the job pauses instead of failing the whole night's run.
+            return .pauseJob(reason: "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
+                + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job")
         }
         let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
         switch await client.validateRefreshToken(token) {

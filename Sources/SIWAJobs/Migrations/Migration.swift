@@ -68,13 +68,40 @@ public struct Migrator: Sendable {
         return report
     }
 
-    /// Names of embedded migrations not yet recorded in the database (for `doctor`).
-    public func pending(on connection: PostgresConnection) async throws -> [String] {
+    /// How the database's recorded migrations compare with the embedded ones.
+    public struct Status: Sendable, Equatable {
+        /// Embedded but not applied.
+        public var pending: [String] = []
+        /// Applied with a checksum that differs from the embedded text.
+        public var changed: [String] = []
+        /// Applied but unknown to this binary (a newer binary migrated the database).
+        public var unknown: [String] = []
+    }
+
+    /// Compares recorded migrations with the embedded ones (for `doctor` and the worker's preflight).
+    public func status(on connection: PostgresConnection) async throws -> Status {
         let exists = try await connection.query("SELECT to_regclass('siwa.schema_migrations') IS NOT NULL AS present")
-        guard let present: Bool = try exists.first?.decode("present"), present else { return migrations.map(\.name) }
-        let rows = try await connection.query("SELECT name FROM siwa.schema_migrations")
-        let done = Set(try rows.map { row -> String in try row.decode("name") })
-        return migrations.map(\.name).filter { !done.contains($0) }
+        guard let present: Bool = try exists.first?.decode("present"), present else {
+            return Status(pending: migrations.map(\.name))
+        }
+        let rows = try await connection.query("SELECT name, checksum FROM siwa.schema_migrations")
+        var recorded: [String: String] = [:]
+        for row in rows { recorded[try row.decode("name")] = try row.decode("checksum") }
+        var status = Status()
+        for migration in migrations {
+            guard let stored = recorded.removeValue(forKey: migration.name) else {
+                status.pending.append(migration.name)
+                continue
+            }
+            if stored != (try await Self.checksum(of: migration.sql, on: connection)) { status.changed.append(migration.name) }
+        }
+        status.unknown = recorded.keys.sorted()
+        return status
+    }
+
+    /// Names of embedded migrations not yet recorded in the database.
+    public func pending(on connection: PostgresConnection) async throws -> [String] {
+        try await status(on: connection).pending
     }
 
     private static let lockKey: Int64 = 0x5157_414A_4F42   // "SIWAJOB"

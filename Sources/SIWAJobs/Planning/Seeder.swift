@@ -5,6 +5,8 @@ import SIWACrypto
 /// What `seed` created.
 public struct SeedReport: Sendable {
     public let accounts: Int
+    /// Ids of the accounts created.
+    public let accountIDs: [Int64]
     /// Every seeded refresh token with the state the sandbox should give it.
     public let tokens: [SandboxAdminClient.SeededToken]
     public var revoked: Int { tokens.filter { $0.state == "revoked" }.count }
@@ -70,7 +72,7 @@ public struct Seeder: Sendable {
                 FROM STDIN WITH (FORMAT csv)
                 """, chunks: toCopy)
         }
-        return SeedReport(accounts: copied, tokens: tokens)
+        return SeedReport(accounts: copied, accountIDs: ids, tokens: tokens)
     }
 
     static func makeSub() -> String {

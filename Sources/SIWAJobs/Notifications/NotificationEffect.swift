@@ -1,0 +1,77 @@
+import AppleID
+import Queue
+import Foundation
+
+/// What processing decided about one notification: the columns written to its
+/// `siwa.notifications` row by the processing kind's effect statement (the row's trigger then
+/// applies the account changes). Encoded as the item's effect JSON.
+struct NotificationEffect: Encodable, Sendable {
+    let notificationID: Int64
+    /// `verified` or `rejected`.
+    var verification: String
+    var rejectionReason: String?
+    var eventType: String?
+    var sub: String?
+    /// ISO 8601 UTC with milliseconds.
+    var eventTime: String?
+    var email: String?
+    var isPrivateEmail: Bool?
+    var aud: String?
+    /// `applied`, `unknown_sub`, `ignored` or `unverifiable`.
+    var outcome: String
+    var accountIDs: [Int64]?
+    var error: String?
+
+    enum CodingKeys: String, CodingKey {
+        case notificationID = "notification_id"
+        case verification
+        case rejectionReason = "rejection_reason"
+        case eventType = "event_type"
+        case sub
+        case eventTime = "event_time"
+        case email
+        case isPrivateEmail = "is_private_email"
+        case aud, outcome
+        case accountIDs = "account_ids"
+        case error
+    }
+
+    static func rejected(_ id: Int64, reason: String) -> NotificationEffect {
+        NotificationEffect(notificationID: id, verification: "rejected", rejectionReason: reason, outcome: "unverifiable")
+    }
+
+    /// From verified claims; `outcome` and `accountIDs` are filled in once accounts are looked up.
+    static func verified(_ id: Int64, claims: VerifiedClaims) -> NotificationEffect {
+        var effect = NotificationEffect(notificationID: id, verification: "verified", outcome: "ignored")
+        effect.aud = claims.aud.joined(separator: ",")
+        if let event = claims.events {
+            effect.eventType = event.type
+            effect.sub = event.sub
+            effect.email = event.email
+            effect.isPrivateEmail = event.isPrivateEmail
+            effect.eventTime = event.eventTime.map {
+                $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+            }
+            if event.kind == nil { effect.error = "unknown event type" }
+        } else {
+            effect.error = "verified token has no events claim (not a notification)"
+        }
+        return effect
+    }
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self) else { return #"{"notification_id":\#(notificationID)}"# }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The `siwa.results` row: outcome plus safe detail (no payload, no token).
+    var result: ResultRecord {
+        let detail = jsonObject([
+            "notification_id": String(notificationID), "event_type": eventType,
+            "reason": rejectionReason ?? error, "accounts": accountIDs.map { "\($0.count)" },
+        ])
+        return ResultRecord(outcome: outcome, detail: detail)
+    }
+}

@@ -1,0 +1,162 @@
+import AppleID
+import Foundation
+import Postgres
+import Queue
+
+/// Applies stored server-to-server notifications (apple-api.md §8) to accounts. Items carry
+/// `{"notification_id": N}`.
+///
+/// Each notification is verified with `JWTVerifier` as of its `received_at` (so a processing
+/// backlog never expires a genuine notification), then matched to accounts of this team whose
+/// `sub` is the event's and whose client id is configured. The item's effect sets the row's
+/// columns and `processed_at` in the completion statement (lease-guarded, so at most one
+/// attempt's completion lands); the row's trigger (`siwa.apply_notification`) makes the account
+/// changes and writes their audit rows in that same statement, only when `processed_at` goes
+/// from NULL to set: each notification takes effect exactly once.
+///
+/// Outcomes: `applied`, `unknown_sub` (verified, no account), `ignored` (verified, not one of
+/// the four event types, or no `events`), `unverifiable` (rejected; the reason is kept; the item
+/// fails so `work --drain` exits 1), `already_processed`. A JWKS that cannot be fetched is
+/// transient: the item is retried.
+public struct NotificationProcessingHandler: JobHandler {
+    public static let kind = "notification-processing"
+    public var kind: String { Self.kind }
+
+    let pool: PostgresPool
+    let verifier: JWTVerifier
+    let teamID: String
+
+    /// - Parameters:
+    ///   - verifier: checks signature (RS256, key by `kid`), `iss`, `aud` against its client ids, times.
+    ///   - teamID: the team whose accounts notifications apply to.
+    public init(pool: PostgresPool, verifier: JWTVerifier, teamID: String) {
+        self.pool = pool
+        self.verifier = verifier
+        self.teamID = teamID
+    }
+
+    public var effectSQL: String? {
+        """
+        UPDATE siwa.notifications n
+        SET verification = d.effect->>'verification',
+            rejection_reason = d.effect->>'rejection_reason',
+            event_type = d.effect->>'event_type',
+            sub = d.effect->>'sub',
+            event_time = (d.effect->>'event_time')::timestamptz,
+            email = d.effect->>'email',
+            is_private_email = (d.effect->>'is_private_email')::boolean,
+            aud = d.effect->>'aud',
+            outcome = d.effect->>'outcome',
+            account_ids = CASE WHEN d.effect ? 'account_ids'
+                               THEN ARRAY(SELECT jsonb_array_elements_text(d.effect->'account_ids')::bigint) END,
+            error = d.effect->>'error',
+            processed_at = now()
+        FROM done d
+        WHERE d.effect ? 'notification_id' AND n.id = (d.effect->>'notification_id')::bigint
+          AND n.processed_at IS NULL
+        """
+    }
+
+    struct StoredNotification: Sendable {
+        let id: Int64
+        let payload: String
+        let receivedAt: Date
+        let processed: Bool
+    }
+
+    public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
+        let ids = items.map { Self.notificationID($0.payload) ?? -1 }
+        let stored = try await load(ids.filter { $0 > 0 })
+        var decided: [Int64: ItemOutcome] = [:]
+        var pending: [NotificationEffect] = []
+        for id in Set(ids).sorted() where id > 0 {
+            guard let row = stored[id] else { continue }
+            if row.processed {
+                decided[id] = .succeeded(ResultRecord(outcome: "already_processed", detail: jsonObject(["notification_id": "\(id)"])),
+                                         audit: nil, effect: nil)
+                continue
+            }
+            let fetchesBefore = await verifier.keys.fetchCount
+            do {
+                let claims = try await verifier.verify(row.payload, at: row.receivedAt)
+                pending.append(.verified(id, claims: claims))
+            } catch {
+                decided[id] = await rejection(id, error, refetched: await verifier.keys.fetchCount > fetchesBefore)
+            }
+        }
+        let accounts = try await accountIDs(subs: pending.compactMap(\.sub))
+        for var effect in pending {
+            if effect.error == nil, let sub = effect.sub {
+                if let found = accounts[sub], !found.isEmpty {
+                    effect.outcome = "applied"
+                    effect.accountIDs = found
+                } else {
+                    effect.outcome = "unknown_sub"
+                    effect.error = "no account of team \(teamID) for this sub with a configured client id"
+                }
+            }
+            decided[effect.notificationID] = .succeeded(effect.result, audit: nil, effect: effect.json)
+        }
+        return ids.map { id in
+            let outcome = decided[id] ?? .failed(
+                ResultRecord(outcome: "failed", detail: jsonObject(["reason": "item payload names no stored notification"])),
+                audit: nil, effect: nil)
+            return { outcome }
+        }
+    }
+
+    /// An unknown `kid` is final only once a fetch made for this very lookup succeeded and still
+    /// lacked it (Apple may have rotated since our last fetch): when the fetch failed or the
+    /// refetch was skipped by the rate limit, the item is retried once the limit allows.
+    private func rejection(_ id: Int64, _ error: JWTVerificationError, refetched: Bool) async -> ItemOutcome {
+        if error.reason == .unknownKID {
+            let fetchFailed = await verifier.keys.lastFetchError != nil
+            if fetchFailed || !refetched {
+                let wait = max(1, verifier.keys.minimumRefetchInterval)
+                return .retry(error: "kid not yet verifiable: \(error.detail)", retryAfterSeconds: wait,
+                              result: ResultRecord(outcome: "discarded",
+                                                   detail: jsonObject(["notification_id": "\(id)", "reason": error.description])))
+            }
+        }
+        let effect = NotificationEffect.rejected(id, reason: error.description)
+        return .failed(effect.result, audit: nil, effect: effect.json)
+    }
+
+    static func notificationID(_ payload: String?) -> Int64? {
+        guard let payload, let data = payload.data(using: .utf8),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let number = object["notification_id"] as? NSNumber else { return nil }
+        return number.int64Value
+    }
+
+    private func load(_ ids: [Int64]) async throws -> [Int64: StoredNotification] {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                SELECT id, payload, received_at, processed_at IS NOT NULL AS processed
+                FROM siwa.notifications WHERE id = ANY(\(ids))
+                """)
+        }
+        var map: [Int64: StoredNotification] = [:]
+        for row in rows {
+            let id: Int64 = try row.decode("id")
+            map[id] = StoredNotification(id: id, payload: try row.decode("payload"),
+                                         receivedAt: try row.decode("received_at"), processed: try row.decode("processed"))
+        }
+        return map
+    }
+
+    private func accountIDs(subs: [String]) async throws -> [String: [Int64]] {
+        guard !subs.isEmpty else { return [:] }
+        let clients = verifier.clientIDs
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                SELECT sub, array_agg(id ORDER BY id) AS ids FROM siwa.accounts
+                WHERE team_id = \(teamID) AND sub = ANY(\(subs)) AND client_id = ANY(\(clients))
+                GROUP BY sub
+                """)
+        }
+        var map: [String: [Int64]] = [:]
+        for row in rows { map[try row.decode("sub")] = try row.decode("ids", as: [Int64].self) }
+        return map
+    }
+}

@@ -1,0 +1,67 @@
+import Postgres
+
+extension Enqueuer {
+    /// Plans a revocation sweep for accounts of one team and client that are marked deleted or
+    /// consent-revoked and still hold a refresh token (TN3194).
+    /// Throws `EnqueueError` when such a job is already running or paused for that client.
+    public func enqueueRevocationSweep(teamID: String, clientID: String, createdBy: String,
+                                       maxAttempts: Int = 5) async throws -> EnqueuedJob {
+        let spec = jsonObject(["team_id": teamID, "client_id": clientID])
+        let uniqueKey = "revocation-sweep:\(teamID):\(clientID)"
+        return try await plan(kind: RevocationSweepHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
+            """
+            INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
+            SELECT \(jobID), a.id, \(maxAttempts)
+            FROM siwa.accounts a
+            WHERE a.team_id = \(teamID) AND a.client_id = \(clientID)
+              AND a.refresh_token_ciphertext IS NOT NULL
+              AND (a.deleted_at IS NOT NULL OR a.consent_revoked_at IS NOT NULL)
+            ORDER BY a.id
+            """
+        }
+    }
+
+    /// Plans processing of stored notifications no job has taken yet (oldest first, at most
+    /// `limit`). With `includeStranded`, also notifications still unprocessed whose job has
+    /// finished (their item was discarded, e.g. after a long JWKS outage) or was cancelled.
+    /// Rows are taken with `FOR UPDATE SKIP LOCKED`, so concurrent planners never plan one twice.
+    /// - Returns: nil when there was nothing to plan (no job is created).
+    public func enqueueNotificationProcessing(createdBy: String, includeStranded: Bool = false,
+                                              limit: Int = 100_000, maxAttempts: Int = 10) async throws -> EnqueuedJob? {
+        let stranded = includeStranded ? Self.strandedNotifications : ""
+        let due: Bool = try await pool.withConnection { conn in
+            let rows = try await conn.query("""
+                SELECT EXISTS (
+                    SELECT 1 FROM siwa.notifications n
+                    WHERE n.planned_job_id IS NULL \(unsafeSQL: stranded)
+                ) AS due
+                """)
+            return try rows.first?.decode("due") ?? false
+        }
+        guard due else { return nil }
+        return try await plan(kind: NotificationProcessingHandler.kind, spec: "{}", uniqueKey: nil, createdBy: createdBy) { jobID in
+            """
+            WITH picked AS (
+                SELECT n.id FROM siwa.notifications n
+                WHERE n.planned_job_id IS NULL \(unsafeSQL: stranded)
+                ORDER BY n.id
+                LIMIT \(limit)
+                FOR UPDATE OF n SKIP LOCKED
+            ),
+            marked AS (
+                UPDATE siwa.notifications n SET planned_job_id = \(jobID)
+                FROM picked p WHERE n.id = p.id
+                RETURNING n.id
+            )
+            INSERT INTO siwa.job_items (job_id, payload, max_attempts)
+            SELECT \(jobID), jsonb_build_object('notification_id', id), \(maxAttempts) FROM marked
+            ORDER BY id
+            """
+        }
+    }
+
+    /// Unprocessed notifications whose processing job ended without processing them.
+    static let strandedNotifications = """
+        OR (n.processed_at IS NULL AND n.planned_job_id IN (SELECT id FROM siwa.jobs WHERE state IN ('completed', 'cancelled')))
+        """
+}

@@ -1,0 +1,78 @@
+import Foundation
+import SIWACrypto
+import Synchronization
+
+/// The sandbox's RS256 signing keys and the JWKS it publishes at `/auth/keys` (apple-api.md §6).
+///
+/// One key signs (the newest); `rotate` adds a new signing key and keeps publishing the previous
+/// ones, as Apple does while tokens signed with them may still be in flight; `retire` stops
+/// publishing every key but the signing one. id_tokens and notifications are signed with the
+/// current key and carry its `kid`.
+final class SigningKeySet: Sendable {
+    private struct State {
+        var current: any RS256Signing
+        var previous: [any RS256Signing] = []
+        var jwks: String = ""
+        var rotations = 0
+    }
+    private let state: Mutex<State>
+
+    init(_ signer: any RS256Signing) {
+        var s = State(current: signer)
+        s.jwks = Self.document([signer])
+        state = Mutex(s)
+    }
+
+    /// `{"keys":[...]}`, newest key first.
+    var jwks: String { state.withLock { $0.jwks } }
+
+    /// Key ids published now, newest first.
+    var publishedKIDs: [String] { state.withLock { [$0.current.keyID] + $0.previous.map(\.keyID) } }
+
+    var currentKID: String { state.withLock { $0.current.keyID } }
+
+    /// Modulus size of the signing key, bytes.
+    var modulusBytes: Int { state.withLock { $0.current.modulus.count } }
+
+    /// Rotations since start.
+    var rotations: Int { state.withLock { $0.rotations } }
+
+    /// Makes `next` the signing key; the previous keys stay published until `retire()`.
+    func rotate(to next: any RS256Signing) {
+        state.withLock { s in
+            s.previous.insert(s.current, at: 0)
+            s.current = next
+            s.rotations += 1
+            s.jwks = Self.document([s.current] + s.previous)
+        }
+    }
+
+    /// Stops publishing every key but the signing one. Returns the key ids removed.
+    @discardableResult
+    func retire() -> [String] {
+        state.withLock { s in
+            let removed = s.previous.map(\.keyID)
+            s.previous = []
+            s.jwks = Self.document([s.current])
+            return removed
+        }
+    }
+
+    /// A compact RS256 JWS over `claimsJSON` (a JSON object text) with header
+    /// `{"kid":<current>,"alg":"RS256"}`.
+    func sign(claimsJSON: String) throws -> String {
+        let signer = state.withLock { $0.current }
+        let header = Base64URL.encode(Array("{\"kid\":\(JSONText.quote(signer.keyID)),\"alg\":\"RS256\"}".utf8))
+        let input = header + "." + Base64URL.encode(Array(claimsJSON.utf8))
+        let signature = try signer.signRS256(Array(input.utf8))
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    private static func document(_ keys: [any RS256Signing]) -> String {
+        let entries = keys.map { key in
+            "{\"kty\":\"RSA\",\"kid\":\(JSONText.quote(key.keyID)),\"use\":\"sig\",\"alg\":\"RS256\","
+                + "\"n\":\"\(Base64URL.encode(key.modulus))\",\"e\":\"\(Base64URL.encode(key.exponent))\"}"
+        }
+        return "{\"keys\":[\(entries.joined(separator: ","))]}"
+    }
+}
