@@ -85,7 +85,7 @@ import Testing
         let run = try await world.run(Self.exportArgs(world, canary: 5))
         let job = try #require(W.jobID(run.stdout))
         let work = try await world.run(["work", "--drain", "--concurrency", "32"])
-        #expect(work.status == 1)
+        #expect(work.status == 78 && work.stdout.contains("none of the first 5 items succeeded"), "a drain that leaves a paused job: \(work.stdout)")
         #expect(world.migrationCalls() == 5)
         let reason: String = try await world.database.scalar("SELECT coalesce(paused_reason, '') FROM siwa.jobs WHERE id = \(job)")
         #expect(reason.contains("none of the first 5 items succeeded"), "\(reason)")
