@@ -23,7 +23,7 @@ enum TransferCommand {
     ]
 
     static func run(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: valueFlags, switchFlags: ["retry-failed", "allow-incomplete"])
+        let args = try Arguments(words, valueFlags: valueFlags, switchFlags: ["retry-failed", "allow-incomplete", "force"])
         guard let action = args.positionals.first else {
             throw UsageError(message: "transfer: expected an action:\n" + usage)
         }
@@ -64,7 +64,8 @@ enum TransferCommand {
             guard let job = try args.int("job", in: 1...Int.max) else { throw UsageError(message: "transfer export-csv: --job N is required") }
             let out = try required(args, "out")
             let file = try await TransferCSVExporter(pool: pool).write(jobID: Int64(job), to: out,
-                                                                       allowIncomplete: args.flag("allow-incomplete"))
+                                                                       allowIncomplete: args.flag("allow-incomplete"),
+                                                                       overwrite: args.flag("force"))
             say("wrote \(file.rows) rows to \(out) for target \(file.target) (refused by Apple, not in the file: \(file.refused); "
                 + "not yet exported: \(file.missing))")
             return 0

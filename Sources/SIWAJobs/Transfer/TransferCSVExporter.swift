@@ -24,10 +24,14 @@ public struct TransferCSVExporter: Sendable {
         self.pool = pool
     }
 
-    /// - Parameter allowIncomplete: write even when some accounts have no outcome yet.
-    /// - Throws: `EnqueueError` when the job is not an export, or is incomplete and
-    ///   `allowIncomplete` is false; file-system errors.
-    public func write(jobID: Int64, to path: String, allowIncomplete: Bool = false) async throws -> TransferExportFile {
+    /// - Parameters:
+    ///   - allowIncomplete: write even when some accounts have no outcome yet.
+    ///   - overwrite: replace an existing regular file at `path` (never a directory).
+    /// - Throws: `EnqueueError` when `path` is a directory or an existing file (without
+    ///   `overwrite`), when the job is not an export, or is incomplete and `allowIncomplete` is
+    ///   false; file-system errors.
+    public func write(jobID: Int64, to path: String, allowIncomplete: Bool = false, overwrite: Bool = false) async throws -> TransferExportFile {
+        try Self.checkDestination(path, overwrite: overwrite)
         let jobs = try await pool.query("""
             SELECT team_id, client_id, peer_team_id FROM siwa.transfer_jobs WHERE job_id = \(jobID) AND direction = 'export'
             """)
@@ -74,14 +78,33 @@ public struct TransferCSVExporter: Sendable {
                 rows += page.count
             }
             try handle.close()
-            if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
-            try FileManager.default.moveItem(atPath: partial, toPath: path)
+            // rename(2) replaces a regular file atomically and refuses a directory: nothing is
+            // ever deleted recursively.
+            guard rename(partial, path) == 0 else {
+                throw EnqueueError(message: "cannot move '\(partial)' to '\(path)': \(String(cString: strerror(errno)))")
+            }
         } catch {
             try? handle.close()
-            try? FileManager.default.removeItem(atPath: partial)
+            unlink(partial)
             throw error
         }
         return TransferExportFile(rows: rows, refused: refused, missing: missing, target: target)
+    }
+
+    /// The hand-off file's path must not be a directory, nor an existing file unless `overwrite`.
+    static func checkDestination(_ path: String, overwrite: Bool) throws {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if exists && isDirectory.boolValue {
+            throw EnqueueError(message: "--out '\(path)' is a directory: give a file path, e.g. '\(path)/handoff.csv'")
+        }
+        if exists && !overwrite {
+            throw EnqueueError(message: "--out '\(path)' exists: pass --force to replace it")
+        }
+        var partialIsDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path + ".partial", isDirectory: &partialIsDirectory), partialIsDirectory.boolValue {
+            throw EnqueueError(message: "'\(path).partial' is a directory: remove it or choose another --out")
+        }
     }
 
     /// RFC 4180: quoted only when it holds a comma, quote, CR or LF.
