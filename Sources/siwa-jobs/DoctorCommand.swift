@@ -5,7 +5,8 @@ import SIWACrypto
 import SIWAJobs
 
 /// `siwa-jobs doctor`: checks the configuration without calling Apple and names each problem:
-/// the key (loads, P-256), team ID / key ID / client ID formats, the token encryption key, the
+/// `SIWA_TEAMS_FILE` when set (every team's key file loads, IDs valid, no duplicates; the
+/// single-team variables are then optional), the key (loads, P-256), team ID / key ID / client ID formats, the token encryption key, the
 /// Apple base URL, database reachability, clock skew against the database, and pending migrations.
 /// Exit 0 when all pass, 78 when any configuration check fails, 75 when only the database is unreachable.
 enum DoctorCommand {
@@ -20,31 +21,35 @@ enum DoctorCommand {
                 say("FAIL  \(name): \(error)")
             }
         }
-        check("team ID (SIWA_TEAM_ID)") { try format(settings.value("SIWA_TEAM_ID"), "SIWA_TEAM_ID", what: "team ID") }
-        check("key ID (SIWA_KEY_ID)") { try format(settings.value("SIWA_KEY_ID"), "SIWA_KEY_ID", what: "key ID") }
-        check("client ID (SIWA_CLIENT_ID)") {
-            guard let client = settings.value("SIWA_CLIENT_ID") else { throw ConfigError(message: "not set") }
-            guard !client.contains(where: \.isWhitespace) else { throw ConfigError(message: "contains whitespace") }
-            guard client != settings.value("SIWA_TEAM_ID") else {
-                throw ConfigError(message: "equals the team ID; the client ID is the App ID (bundle ID) or Services ID")
-            }
-            return client
+        let teamsFile = settings.value("SIWA_TEAMS_FILE")
+        if let path = teamsFile {
+            check("teams file (SIWA_TEAMS_FILE)") { try teamsFileCheck(settings, path: path) }
         }
-        var key: P256PrivateKey?
-        check(".p8 key (SIWA_KEY_FILE / SIWA_PRIVATE_KEY)") {
-            key = try settings.privateKey()
-            return "loads, EC P-256"
-        }
-        if key != nil {
-            check("client secret") {
-                let credentials = try settings.credentials()
-                let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: 300)
-                let parts = try JWS.split(minted.token)
-                guard parts.signature.count == 64,
-                      credentials.privateKey.publicKey.verifyES256(signature: parts.signature, message: parts.signingInput) else {
-                    throw ConfigError(message: "a minted secret does not verify against the key's own public key")
+        let singleNames = ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"]
+        if teamsFile != nil && !singleNames.contains(where: { settings.value($0) != nil }) {
+            say("skip  single team (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE): not set; transfers use "
+                + "SIWA_TEAMS_FILE, refresh-validation stays disabled")
+        } else {
+            check("team ID (SIWA_TEAM_ID)") { try format(settings.value("SIWA_TEAM_ID"), "SIWA_TEAM_ID", what: "team ID") }
+            check("key ID (SIWA_KEY_ID)") { try format(settings.value("SIWA_KEY_ID"), "SIWA_KEY_ID", what: "key ID") }
+            check("client ID (SIWA_CLIENT_ID)") {
+                guard let client = settings.value("SIWA_CLIENT_ID") else { throw ConfigError(message: "not set") }
+                guard !client.contains(where: \.isWhitespace) else { throw ConfigError(message: "contains whitespace") }
+                guard client != settings.value("SIWA_TEAM_ID") else {
+                    throw ConfigError(message: "equals the team ID; the client ID is the App ID (bundle ID) or Services ID")
                 }
-                return "mints ES256 with a 64-byte R||S signature (fingerprint \(Fingerprint.of(minted.token)))"
+                return client
+            }
+            var key: P256PrivateKey?
+            check(".p8 key (SIWA_KEY_FILE / SIWA_PRIVATE_KEY)") {
+                key = try settings.privateKey()
+                return "loads, EC P-256"
+            }
+            if key != nil {
+                check("client secret") {
+                    let minted = try mintCheck(try settings.credentials())
+                    return "mints ES256 with a 64-byte R||S signature (fingerprint \(minted))"
+                }
             }
         }
         check("token encryption key (SIWA_TOKEN_KEY_FILE / SIWA_TOKEN_KEY)") {
@@ -119,6 +124,35 @@ enum DoctorCommand {
             say("FAIL  stored tokens: account \(id) (key id \(keyID)) does not decrypt with the configured keys: \(error)")
             return 1
         }
+    }
+
+    /// Every team and client of `SIWA_TEAMS_FILE`: the file parses, IDs are valid, each key file
+    /// exists and loads, and each mints a client secret that verifies. Returns the summary line.
+    /// - Throws: `ConfigError` naming the entry and field.
+    static func teamsFileCheck(_ settings: Settings, path: String) throws -> String {
+        let all = try settings.teamsFile(path)
+        var teams: [String] = []
+        for credentials in all where !teams.contains(credentials.teamID) { teams.append(credentials.teamID) }
+        let summary = try teams.map { team -> String in
+            let mine = all.filter { $0.teamID == team }
+            for credentials in mine { _ = try mintCheck(credentials) }
+            return "\(team) (key \(mine.first?.keyID ?? "?"), clients \(mine.map(\.clientID).joined(separator: ", ")))"
+        }
+        return "\(teams.count) team\(teams.count == 1 ? "" : "s"), keys load and mint ES256 secrets: "
+            + summary.joined(separator: "; ")
+    }
+
+    /// Mints a short-lived client secret and verifies it with the key's own public key.
+    /// - Returns: the secret's fingerprint (safe to print).
+    static func mintCheck(_ credentials: AppleCredentials) throws -> String {
+        let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: 300)
+        let parts = try JWS.split(minted.token)
+        guard parts.signature.count == 64,
+              credentials.privateKey.publicKey.verifyES256(signature: parts.signature, message: parts.signingInput) else {
+            throw ConfigError(message: "team \(credentials.teamID) client \(credentials.clientID): a minted secret does not "
+                + "verify against the key's own public key")
+        }
+        return Fingerprint.of(minted.token)
     }
 
     /// Team IDs and key IDs are 10 characters of A-Z and 0-9.

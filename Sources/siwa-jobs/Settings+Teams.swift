@@ -38,7 +38,10 @@ extension Settings {
         })
     }
 
-    private func teamsFile(_ path: String) throws -> [AppleCredentials] {
+    /// The credentials of `SIWA_TEAMS_FILE` at `path`, one per team and client.
+    /// - Throws: `ConfigError` for an unreadable or malformed file, an empty list, a key file that
+    ///   cannot be read or is not a P-256 key, a malformed ID, or a team and client listed twice.
+    func teamsFile(_ path: String) throws -> [AppleCredentials] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(message: "SIWA_TEAMS_FILE '\(path)' cannot be read")
         }
@@ -54,8 +57,12 @@ extension Settings {
             throw ConfigError(message: "SIWA_TEAMS_FILE '\(path)': expected [{\"team_id\", \"key_id\", \"key_file\", "
                 + "\"client_ids\": [...]}] or {\"teams\": [...]} (\(Self.describe(error)))")
         }
+        guard !entries.isEmpty else {
+            throw ConfigError(message: "SIWA_TEAMS_FILE '\(path)' lists no team: add at least one entry, or unset SIWA_TEAMS_FILE")
+        }
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         var out: [AppleCredentials] = []
+        var seen: [String: Int] = [:]
         for (index, entry) in entries.enumerated() {
             let at = "SIWA_TEAMS_FILE teams[\(index)]"
             guard !entry.client_ids.isEmpty else { throw ConfigError(message: "\(at).client_ids is empty") }
@@ -68,6 +75,11 @@ extension Settings {
                 throw ConfigError(message: "\(at).key_file '\(keyPath)' is not a usable Sign in with Apple key: \(error)")
             }
             for client in entry.client_ids {
+                if let first = seen["\(entry.team_id) \(client)"] {
+                    throw ConfigError(message: "\(at): team \(entry.team_id) with client '\(client)' is already listed in "
+                        + "teams[\(first)]: list each team and client once")
+                }
+                seen["\(entry.team_id) \(client)"] = index
                 do {
                     out.append(try AppleCredentials(teamID: entry.team_id, keyID: entry.key_id, clientID: client, privateKey: key))
                 } catch {

@@ -57,7 +57,7 @@ enum TransferCommand {
                 target: try required(args, "target"), transferDate: try required(args, "transfer-date"),
                 canary: canary, retryFailed: args.flag("retry-failed"),
                 maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5, createdBy: who)
-            say("enqueued job \(job.jobID) (transfer-export) with \(planned(job.items, canary: canary))")
+            say("enqueued job \(job.jobID) (transfer-export) \(planned(job.items, canary: canary, what: "accounts"))")
             return 0
         case "export-csv":
             try expectPositionals(args, 1, action)
@@ -95,7 +95,7 @@ enum TransferCommand {
             let job = try await enqueuer.enqueueTransferImport(
                 importID: Int64(id), canary: canary,
                 retryFailed: args.flag("retry-failed"), maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5, createdBy: who)
-            say("enqueued job \(job.jobID) (transfer-import) with \(planned(job.items, canary: canary))")
+            say("enqueued job \(job.jobID) (transfer-import) \(planned(job.items, canary: canary, what: "rows"))")
             return 0
         case "status":
             try expectPositionals(args, 1, action)
@@ -115,8 +115,10 @@ enum TransferCommand {
         }
     }
 
-    private static func planned(_ items: Int, canary: Int) -> String {
-        canary > 0 ? "\(items) canary items; the rest is planned when they finish" : "\(items) items"
+    private static func planned(_ items: Int, canary: Int, what: String) -> String {
+        if items == 0 { return "with no items: nothing to do: all \(what) already have an outcome" }
+        if canary > 0 && items < canary { return "with \(items) items (all of them, as the canary)" }
+        return canary > 0 ? "with \(items) canary items; the rest is planned when they finish" : "with \(items) items"
     }
 
     private static func required(_ args: Arguments, _ flag: String) throws -> String {

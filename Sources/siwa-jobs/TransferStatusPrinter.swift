@@ -30,8 +30,15 @@ enum TransferStatusPrinter {
             say("  window: transfer date \(try row.decode("day", as: String.self)), closes \(try row.decode("closes", as: String.self)), "
                 + (left >= 0 ? "\(min(left, 60)) days left" + (left > 60 ? " (transfer not yet accepted)" : "")
                              : "CLOSED \(-left) days ago: transfer the app back, then transfer it again and run again"))
-            say("  canary: \(try n("canary_size")) items, \(try n("canary_succeeded")) succeeded, "
-                + (released ? "rest planned" : "\(try n("canary_remaining")) not finished, rest not planned yet"))
+            let canary = try n("canary_size")
+            if try n("items") == 0 {
+                say("  nothing to do: all \(direction == "export" ? "accounts" : "rows") already had an outcome when the job was planned")
+            } else if canary == 0 {
+                say("  canary: none (all items planned at once)")
+            } else {
+                say("  canary: \(canary) items, \(try n("canary_succeeded")) succeeded, "
+                    + (released ? "rest planned" : "\(try n("canary_remaining")) not finished, rest not planned yet"))
+            }
             say("  items=\(try n("items")) succeeded=\(try n("succeeded")) failed=\(try n("failed")) "
                 + "discarded=\(try n("discarded")) available=\(try n("available")) running=\(try n("running"))")
             let reason: String = try row.decode("paused_reason")

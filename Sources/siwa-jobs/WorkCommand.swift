@@ -20,10 +20,12 @@ enum WorkCommand {
         let pool = PostgresPool(configuration: settings.postgres, size: try args.int("pool-size", in: 2...64) ?? 4)
         try await preflight(pool: pool)
 
+        // SIWA_TEAMS_FILE first: a broken teams file is reported before any warning about the single team.
+        let transfer = try TransferWiring.handlers(settings: settings, pool: pool)
         var handlers: [any JobHandler] = [NoopHandler()]
         if let refresh = try refreshHandler(settings: settings, pool: pool, logger: logger) { handlers.append(refresh.handler) }
         handlers += try notificationHandlers(settings: settings, pool: pool)
-        handlers += try TransferWiring.handlers(settings: settings, pool: pool)
+        handlers += transfer
         if let only = args.string("kinds") {
             let wanted = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
             guard !wanted.isEmpty else { throw UsageError(message: "--kinds: expected a comma-separated list of kinds, got '\(only)'") }

@@ -54,9 +54,20 @@ import Testing
         #expect(parse("user,sub\nu1,s1\n").first == .error(line: 1, message: "expected the header 'external_user_id,transfer_sub', found 'user,sub'"))
         #expect(parse("") == [.error(line: 1, message: "the file is empty: expected the header 'external_user_id,transfer_sub'")])
         #expect(parse([0xFF, 0xFE, 0x65, 0x00]).first == .error(line: 1, message: "the file is UTF-16 (byte-order mark FF FE or FE FF): save it as UTF-8"))
+        // UTF-16 without a byte-order mark: NUL bytes between the letters.
+        let utf16LE = Array("external_user_id,transfer_sub\n".utf8).flatMap { [$0, 0x00] as [UInt8] }
+        #expect(parse(utf16LE) == [.error(line: 1, message: "the file starts with NUL bytes: it looks like UTF-16 without a byte-order mark; save it as UTF-8")])
+        #expect(parse(Array(utf16LE.dropFirst())).first == parse(utf16LE).first, "big-endian too")
         #expect(parse("external_user_id,transfer_sub\n\"u1,001.a.1\n").last == .error(line: 2, message: "a quoted field is not closed before the end of the file"))
         #expect(parse([Array("external_user_id,transfer_sub\nu".utf8), [0xC3, 0x28], Array(",001.a.1\n".utf8)].flatMap { $0 })
             == [.error(line: 2, message: "not valid UTF-8")])
+    }
+
+    @Test func aHeaderErrorEscapesControlAndInvalidBytes() {
+        let header: [UInt8] = Array("exter".utf8) + [0x00, 0x1B] + Array("[2J,sub".utf8) + [0x7F, 0xFF] + Array("\u{202E}é".utf8) + [0x0A]
+        #expect(parse(header + Array("u1,s1\n".utf8)).first
+            == .error(line: 1, message: "expected the header 'external_user_id,transfer_sub', found 'exter\\x00\\x1B[2J,sub\\x7F\\xFF\\xE2\\x80\\xAEé'"))
+        #expect(TransferCSVParser.escaped(Array(repeating: 0x41, count: 100), limit: 80) == String(repeating: "A", count: 80) + "...")
     }
 }
 
@@ -91,6 +102,8 @@ import Testing
             ("bare CR line endings", Array(good.replacingOccurrences(of: "\n", with: "\r").utf8),
              ["line 1: a carriage return is not followed by a line feed"]),
             ("header only", Array("external_user_id,transfer_sub\n".utf8), ["line 2: the file has a header but no rows"]),
+            ("UTF-16 without byte-order mark", Array(good.utf8).flatMap { [$0, 0x00] as [UInt8] }, ["line 1: the file starts with NUL bytes"]),
+            ("control bytes in the header", [0x1B, 0x5D, 0x41, 0x42, 0x00] + Array(good.utf8), ["found '\\x1B]AB\\x00external_user_id"]),
         ]
         for (what, bytes, expected) in cases {
             let run = try await load(world, bytes)
@@ -99,6 +112,7 @@ import Testing
                 #expect(run.stderr.contains(message), "\(what): missing '\(message)' in \(run.stderr.prefix(1500))")
             }
             #expect(run.stderr.contains("nothing was loaded"), "\(what)")
+            #expect(!run.stderr.utf8.contains { $0 < 0x20 && $0 != 0x0A }, "\(what): no raw control byte reaches the terminal")
             #expect(try await nothingLeft(world), "\(what) left rows behind")
         }
         let missing = try await world.run(["transfer", "import-csv", "/nonexistent/file.csv", "--team-id", W.teamB,
@@ -113,8 +127,8 @@ import Testing
         let text = "\u{FEFF}External_User_ID , transfer_sub\r\nuser-1,001.a.1\r\n\"user,2\",001.b.2\r\n"
         let run = try await load(world, Array(text.utf8))
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("note: a UTF-8 byte-order mark at the start was skipped"))
-        #expect(run.stdout.contains("note: CRLF line endings were accepted"))
+        #expect(run.stdout.contains("note: line 1: a UTF-8 byte-order mark at the start was skipped"))
+        #expect(run.stdout.contains("note: line 1: CRLF line endings (Windows) were accepted"))
         #expect(run.stdout.contains("loaded import 1: 2 rows"))
         let rows = try await world.database.pool.query("""
             SELECT line_no, external_user_id, transfer_sub FROM siwa.transfer_import_rows ORDER BY line_no
@@ -154,7 +168,8 @@ import Testing
             INSERT INTO siwa.accounts (external_user_id, team_id, client_id, sub, transfer_sub)
             VALUES ('user-000001', \(W.teamB), \(W.clientID), 'new.sub.1', 'ts.sender.1')
             """)
-        #expect(try await lookup("ts.sender.1").first == "user-000001 recipient -")
+        #expect(try await lookup("ts.sender.1") == ["user-000001 recipient -", "\(users[0].externalUserID) sender 55"],
+                "recipient first, by ORDER BY (migration 0006)")
         // After the window only the recipient's own account is found.
         try await world.database.pool.execute("UPDATE siwa.transfer_jobs SET transfer_date = current_date - 61")
         try await world.database.pool.execute("UPDATE siwa.transfer_imports SET transfer_date = current_date - 61")

@@ -117,12 +117,26 @@ import Testing
         world.sandbox.model.resetStats()
         let again = try await world.run(["transfer", "export", "--team-id", W.teamA, "--client-id", W.clientID,
                                          "--target", W.teamB, "--transfer-date", world.today])
-        #expect(again.status == 0 && again.stdout.contains("with 0 canary items"), "\(again.stdout) \(again.stderr)")
+        #expect(again.status == 0 && again.stdout.contains("nothing to do: all accounts already have an outcome"),
+                "\(again.stdout) \(again.stderr)")
         let importAgain = try await world.run(["transfer", "import", "--import", "1"])
-        #expect(importAgain.status == 0 && importAgain.stdout.contains("with 0 canary items"), "\(importAgain.stdout) \(importAgain.stderr)")
+        #expect(importAgain.status == 0 && importAgain.stdout.contains("nothing to do: all rows already have an outcome"),
+                "\(importAgain.stdout) \(importAgain.stderr)")
+        // The same hand-off file loaded a second time: every row is already migrated, none is sent again.
+        let reload = try await world.run(["transfer", "import-csv", csv, "--team-id", W.teamB, "--client-id", W.clientID,
+                                          "--transfer-date", world.today, "--source-team-id", W.teamA])
+        #expect(reload.status == 0 && reload.stdout.contains("loaded import 2")
+                && reload.stdout.contains("\(20_000 - revoked.count) of \(20_000 - revoked.count) rows are already migrated"),
+                "\(reload.stdout) \(reload.stderr)")
+        let importReload = try await world.run(["transfer", "import", "--import", "2", "--canary", "0"])
+        #expect(importReload.status == 0 && importReload.stdout.contains("nothing to do"), "\(importReload.stdout)")
         let work3 = try await world.run(["work", "--drain"])
         #expect(work3.status == 0)
         #expect(world.migrationCalls() == 0 && world.sandbox.model.stats().bearerTokensMinted == 0)
+        let zeroJob = try #require(W.jobID(importAgain.stdout))
+        let zeroStatus = try await world.run(["transfer", "status", "--job", "\(zeroJob)"])
+        #expect(zeroStatus.stdout.contains("[completed]") && zeroStatus.stdout.contains("nothing to do")
+                && !zeroStatus.stdout.contains("not planned yet"), "\(zeroStatus.stdout)")
 
         // No bearer token reached logs, results or audit rows.
         for token in world.sandbox.model.issuedAccessTokens() {

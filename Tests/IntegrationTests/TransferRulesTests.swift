@@ -1,5 +1,6 @@
 import AppleID
 import Foundation
+import SIWACrypto
 import Testing
 @testable import SIWAJobs
 
@@ -12,6 +13,30 @@ import Testing
             #expect(throws: TransferRuleError.self) { try TransferTarget.validate(bad, sender: "AAAAA11111") }
         }
         #expect(throws: TransferRuleError.self) { try TransferTarget.validate("AAAAA11111", sender: "AAAAA11111") }
+        #expect(throws: Never.self) { try TransferTarget.validateTeamID("AAAAA11111", field: "team-id") }
+        for bad in ["aaaaa11111", "X", "", "AAAAA1111É", "AAAAA 1111"] {
+            #expect(throws: TransferRuleError.self) { try TransferTarget.validateTeamID(bad, field: "source-team-id") }
+        }
+        do {
+            try TransferTarget.validateTeamID("aaaaa11111", field: "source-team-id")
+        } catch {
+            #expect("\(error)".hasPrefix("source-team-id 'aaaaa11111' is not a 10-character Apple Team ID"))
+        }
+    }
+
+    @Test func futureTransferDates() throws {
+        let window = try TransferWindow(day: "2025-06-01")
+        let day = { (d: String) in try #require(TransferWindow.parse(d)).addingTimeInterval(43_200) }   // noon UTC
+        #expect(throws: Never.self) { try window.requireNotAhead(maxDaysAhead: 1, purpose: "an import", now: try day("2025-05-31")) }
+        #expect(throws: Never.self) { try window.requireNotAhead(maxDaysAhead: 1, purpose: "an import", now: try day("2025-07-01")) }
+        #expect(throws: TransferRuleError.self) { try window.requireNotAhead(maxDaysAhead: 1, purpose: "an import", now: try day("2025-05-30")) }
+        #expect(throws: Never.self) { try window.requireNotAhead(maxDaysAhead: 60, purpose: "an export", now: try day("2025-04-02")) }
+        do {
+            try window.requireNotAhead(maxDaysAhead: 60, purpose: "an export", now: try day("2025-04-01"))
+            Issue.record("61 days ahead should be refused")
+        } catch {
+            #expect("\(error)".hasPrefix("transfer_date 2025-06-01 is 61 days in the future: an export accepts at most 60 days ahead"))
+        }
     }
 
     @Test func windowArithmetic() throws {
@@ -58,7 +83,16 @@ import Testing
             (#"{"teams":[{"team_id":"AAAAA11111","key_id":"KEYAAAAA11","key_file":"missing.p8","client_ids":["com.example.app"]}]}"#,
              "teams[0].key_file"),
             (#"[{"team_id":"AAAAA11111","key_id":"KEYAAAAA11","key_file":"k.p8","client_ids":[]}]"#, "teams[0].client_ids is empty"),
+            ("[]", "lists no team"),
+            (#"{"teams": []}"#, "lists no team"),
+            (#"[{"team_id":"AAAAA11111","key_id":"KEYAAAAA11","key_file":"k.p8","client_ids":["com.example.app"]},"#
+                + #"{"team_id":"BBBBB22222","key_id":"KEYBBBBB22","key_file":"k.p8","client_ids":["com.example.app"]},"#
+                + #"{"team_id":"AAAAA11111","key_id":"KEYAAAAA12","key_file":"k.p8","client_ids":["com.example.app"]}]"#,
+             "teams[2]: team AAAAA11111 with client 'com.example.app' is already listed in teams[0]"),
+            (#"[{"team_id":"AAAAA11111","key_id":"KEYAAAAA11","key_file":"k.p8","client_ids":["com.example.app","com.example.app"]}]"#,
+             "teams[0]: team AAAAA11111 with client 'com.example.app' is already listed in teams[0]"),
         ]
+        try Data(try P256PrivateKey.generate().pkcs8PEM.utf8).write(to: dir.appendingPathComponent("k.p8"))
         var env = ProcessInfo.processInfo.environment
         for name in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY", "DATABASE_URL"] {
             env.removeValue(forKey: name)
@@ -72,6 +106,7 @@ import Testing
             let run = try await BinaryProcess.run(["work", "--drain"], environment: env)
             #expect(run.status == 78, "\(text): \(run.stderr)")
             #expect(run.stderr.contains("SIWA_TEAMS_FILE") && run.stderr.contains(expected), "\(run.stderr)")
+            #expect(!run.stderr.contains("refresh-validation disabled"), "the teams file error comes first, alone: \(run.stderr)")
         }
         await db.drop()
     }

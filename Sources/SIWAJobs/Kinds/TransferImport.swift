@@ -67,7 +67,8 @@ public struct TransferImportHandler: JobHandler {
         """ + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert)
     }
 
-    /// Plans the rest of an import after its canary: pending rows past the last canary line.
+    /// Plans the rest of an import after its canary: pending rows past the last canary line whose
+    /// `transfer_sub` no account of the team and client holds yet (not migrated by an earlier import).
     static let releaseInsert = """
         INSERT INTO siwa.job_items (job_id, payload, max_attempts)
         SELECT g.job_id, jsonb_build_object('line', r.line_no), g.max_attempts
@@ -75,6 +76,8 @@ public struct TransferImportHandler: JobHandler {
         JOIN siwa.transfer_import_rows r ON r.import_id = g.import_id
         WHERE g.canary_remaining <= 0 AND r.line_no > g.canary_last_key
           AND (r.state = 'pending' OR (g.retry_failed AND r.state = 'failed'))
+          AND NOT EXISTS (SELECT 1 FROM siwa.accounts m WHERE m.team_id = g.team_id AND m.client_id = g.client_id
+                          AND m.transfer_sub = r.transfer_sub)
         ORDER BY r.line_no
         RETURNING job_id
         """

@@ -9,18 +9,23 @@ extension Enqueuer {
     /// `transfer_sub` for `target` yet (nor a recorded refusal, unless `retryFailed`).
     ///
     /// Only the first `canary` accounts (by id) are planned now; the rest is planned when they
-    /// finish (`TransferCanarySQL`). `canary: 0` plans everything at once.
+    /// finish (`TransferCanarySQL`). `canary: 0` plans everything at once. `canary_size` records
+    /// the canary items actually planned; a job with no item is created already released.
     /// - Parameters:
     ///   - target: the recipient's 10-character Team ID.
-    ///   - transferDate: `YYYY-MM-DD`, the day the transfer is (or was) accepted.
-    /// - Throws: `TransferRuleError` (bad target, own team, closed window) before anything is
+    ///   - transferDate: `YYYY-MM-DD`, the day the transfer is (or was) accepted; at most
+    ///     `TransferWindow.maxExportDaysAhead` days ahead.
+    /// - Throws: `TransferRuleError` (bad team ID or target, own team, closed window, date too far
+    ///   ahead) before anything is
     ///   written; `EnqueueError` when an export for this client and target is already active.
     public func enqueueTransferExport(teamID: String, clientID: String, target: String, transferDate: String,
                                       canary: Int = defaultCanary, retryFailed: Bool = false, maxAttempts: Int = 5,
                                       createdBy: String, now: Date = Date()) async throws -> EnqueuedJob {
+        try TransferTarget.validateTeamID(teamID, field: "team-id")
         try TransferTarget.validate(target, sender: teamID)
         let window = try TransferWindow(day: transferDate)
         try window.requireOpen(now: now)
+        try window.requireNotAhead(maxDaysAhead: TransferWindow.maxExportDaysAhead, purpose: "an export", now: now)
         let canarySize = max(0, canary)
         let spec = jsonObject(["team_id": teamID, "client_id": clientID, "target": target, "transfer_date": window.day])
         let uniqueKey = "transfer-export:\(teamID):\(clientID):\(target)"
@@ -44,9 +49,9 @@ extension Enqueuer {
                 INSERT INTO siwa.transfer_jobs (job_id, direction, team_id, client_id, peer_team_id, transfer_date, retry_failed,
                                                 max_attempts, canary_size, canary_remaining, canary_last_key, released_at)
                 SELECT \(jobID), 'export', \(teamID), \(clientID), \(target), \(day)::date, \(retryFailed)::boolean, \(maxAttempts),
-                       \(canarySize), CASE WHEN \(canarySize)::int > 0 THEN (SELECT count(*) FROM items) ELSE 0 END,
-                       COALESCE((SELECT max(account_id) FROM items), 0),
-                       CASE WHEN \(canarySize)::int > 0 THEN NULL ELSE now() END
+                       c.n, c.n, COALESCE((SELECT max(account_id) FROM items), 0),
+                       CASE WHEN c.n > 0 THEN NULL ELSE now() END
+                FROM (SELECT CASE WHEN \(canarySize)::int > 0 THEN (SELECT count(*) FROM items) ELSE 0 END AS n) c
             )
             SELECT 1 FROM items
             """
@@ -55,6 +60,8 @@ extension Enqueuer {
 
     /// Plans a transfer import of a loaded hand-off file (`siwa-jobs transfer import-csv`): one item
     /// per row still `pending` (and `failed` ones when `retryFailed`), canary first as for exports.
+    /// Rows whose `transfer_sub` an account of the team and client already holds (the same file
+    /// loaded twice) get no item: Apple is never asked again for done work.
     /// - Throws: `EnqueueError` for an unknown import or an active import of it; `TransferRuleError`
     ///   when the window has closed.
     public func enqueueTransferImport(importID: Int64, canary: Int = defaultCanary, retryFailed: Bool = false,
@@ -72,6 +79,7 @@ extension Enqueuer {
         let source = try row.decode("source_team_id", as: String?.self)
         let window = try TransferWindow(day: try row.decode("transfer_date"))
         try window.requireOpen(now: now)
+        try window.requireNotAhead(maxDaysAhead: TransferWindow.maxImportDaysAhead, purpose: "an import", now: now)
         let canarySize = max(0, canary)
         let spec = jsonObject(["team_id": teamID, "client_id": clientID, "import_id": String(importID),
                                "transfer_date": window.day, "source_team_id": source])
@@ -82,6 +90,8 @@ extension Enqueuer {
             WITH picked AS (
                 SELECT r.line_no FROM siwa.transfer_import_rows r
                 WHERE r.import_id = \(importID) AND (r.state = 'pending' OR (\(retryFailed)::boolean AND r.state = 'failed'))
+                  AND NOT EXISTS (SELECT 1 FROM siwa.accounts m WHERE m.team_id = \(teamID) AND m.client_id = \(clientID)
+                                  AND m.transfer_sub = r.transfer_sub)
                 ORDER BY r.line_no
                 LIMIT \(canarySize > 0 ? canarySize : nil)::bigint
             ), items AS (
@@ -95,9 +105,9 @@ extension Enqueuer {
                                                 retry_failed, max_attempts, canary_size, canary_remaining, canary_last_key,
                                                 released_at)
                 SELECT \(jobID), 'import', \(teamID), \(clientID), \(source), \(day)::date, \(importID), \(retryFailed)::boolean,
-                       \(maxAttempts), \(canarySize), CASE WHEN \(canarySize)::int > 0 THEN (SELECT count(*) FROM items) ELSE 0 END,
-                       COALESCE((SELECT max(line_no) FROM items), 0),
-                       CASE WHEN \(canarySize)::int > 0 THEN NULL ELSE now() END
+                       \(maxAttempts), c.n, c.n, COALESCE((SELECT max(line_no) FROM items), 0),
+                       CASE WHEN c.n > 0 THEN NULL ELSE now() END
+                FROM (SELECT CASE WHEN \(canarySize)::int > 0 THEN (SELECT count(*) FROM items) ELSE 0 END AS n) c
             )
             SELECT 1 FROM items
             """

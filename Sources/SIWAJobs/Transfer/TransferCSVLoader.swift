@@ -11,8 +11,12 @@ public struct TransferImportReport: Sendable {
     public let errors: [String]
     /// All errors, including those not listed.
     public let errorCount: Int
-    /// Harmless oddities that were handled (byte-order mark, CRLF).
+    /// Harmless oddities that were handled (byte-order mark, CRLF), each naming its line, and
+    /// rows already migrated by an earlier import.
     public let notes: [String]
+    /// Rows whose `transfer_sub` an account of the team and client already holds: loaded as
+    /// `migrated`, never sent to Apple.
+    public let alreadyMigrated: Int
 }
 
 /// Loads the sending team's hand-off file into `siwa.transfer_import_rows` for the recipient team.
@@ -35,13 +39,19 @@ public struct TransferCSVLoader: Sendable {
     ///   - sourceTeamID: the sending team, if known (its accounts supply emails Apple does not return).
     ///   - transferDate: `YYYY-MM-DD`.
     /// - Returns: the report; `importID` is nil when the file was refused.
-    /// - Throws: `TransferRuleError` for a bad source team or a closed window (before reading),
+    /// - Throws: `TransferRuleError` for a malformed team ID, a source team equal to the recipient,
+    ///   a closed window or a transfer date in the future (before reading),
     ///   `DatabaseError` for database failures.
     public func load(path: String, teamID: String, clientID: String, sourceTeamID: String?, transferDate: String,
                      createdBy: String, now: Date = Date()) async throws -> TransferImportReport {
-        if let sourceTeamID { try TransferTarget.validate(teamID, sender: sourceTeamID) }
+        try TransferTarget.validateTeamID(teamID, field: "team-id")
+        if let sourceTeamID {
+            try TransferTarget.validateTeamID(sourceTeamID, field: "source-team-id")
+            try TransferTarget.validate(teamID, sender: sourceTeamID)
+        }
         let window = try TransferWindow(day: transferDate)
         try window.requireOpen(now: now)
+        try window.requireNotAhead(maxDaysAhead: TransferWindow.maxImportDaysAhead, purpose: "an import", now: now)
         let diagnostics = CSVDiagnostics()
         let stream = CSVCopyStream(path: path, diagnostics: diagnostics)
         let name = URL(fileURLWithPath: path).lastPathComponent
@@ -75,12 +85,24 @@ public struct TransferCSVLoader: Sendable {
                         INSERT INTO siwa.transfer_import_rows (import_id, line_no, external_user_id, transfer_sub)
                         SELECT \(id), line_no, external_user_id, transfer_sub FROM transfer_load
                         """)
+                    let done = try await tx.execute("""
+                        UPDATE siwa.transfer_import_rows r
+                        SET state = 'migrated', reason = 'already migrated for this team and client (account ' || m.id || '): not sent again'
+                        FROM siwa.accounts m
+                        WHERE r.import_id = \(id) AND m.team_id = \(teamID) AND m.client_id = \(clientID)
+                          AND m.transfer_sub = r.transfer_sub
+                        """)
                     try await tx.execute("""
                         INSERT INTO siwa.audit_log (actor, action, detail)
                         VALUES (\(createdBy), 'transfer.import_loaded', jsonb_build_object('import_id', \(id)::bigint,
-                                'rows', \(state.rows)::int, 'file', \(name)::text, 'team_id', \(teamID)::text))
+                                'rows', \(state.rows)::int, 'already_migrated', \(done)::int, 'file', \(name)::text,
+                                'team_id', \(teamID)::text))
                         """)
-                    return Self.report(id, state)
+                    if done > 0 {
+                        state.notes.append("\(done) of \(state.rows) rows are already migrated for team \(teamID) and client "
+                            + "\(clientID) (an earlier import of the same users): marked migrated, Apple will not be asked again")
+                    }
+                    return Self.report(id, state, alreadyMigrated: done)
                 }
             }
         } catch let refused as Refused {
@@ -88,9 +110,9 @@ public struct TransferCSVLoader: Sendable {
         }
     }
 
-    private static func report(_ id: Int64?, _ s: CSVDiagnostics.State) -> TransferImportReport {
+    private static func report(_ id: Int64?, _ s: CSVDiagnostics.State, alreadyMigrated: Int = 0) -> TransferImportReport {
         TransferImportReport(importID: id, rows: id == nil ? 0 : s.rows, bytes: s.bytes, errors: s.messages,
-                             errorCount: s.errorCount, notes: s.notes)
+                             errorCount: s.errorCount, notes: s.notes, alreadyMigrated: alreadyMigrated)
     }
 
     /// One message per duplicated value, naming every line it appears on (first 100 values).

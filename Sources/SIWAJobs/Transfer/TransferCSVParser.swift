@@ -6,8 +6,10 @@
 /// ```
 ///
 /// - The header is required (line 1, names compared case-insensitively).
-/// - A UTF-8 byte-order mark at the start is skipped (and noted); UTF-16 files are refused.
-/// - CRLF and LF line endings are both accepted (CRLF is noted); a bare CR is an error.
+/// - A UTF-8 byte-order mark at the start is skipped (and noted); UTF-16 files are refused, with
+///   or without a byte-order mark (NUL bytes among the first four).
+/// - CRLF and LF line endings are both accepted (CRLF is noted with its first line); a bare CR is an error.
+/// - Error messages never echo raw bytes: a header preview escapes control and invalid bytes.
 /// - Fields may be quoted (`"a,b"`, `""` for a quote); a quoted field may span lines.
 /// - Blank lines are skipped.
 /// - Each data row must have exactly 2 fields: a non-empty `external_user_id` (at most 512 bytes,
@@ -38,7 +40,8 @@ struct TransferCSVParser {
     private var pendingStart: [UInt8] = []
     private var headerSeen = false
     private(set) var sawByteOrderMark = false
-    private(set) var sawCRLF = false
+    /// The first line that ended in CRLF, if any.
+    private(set) var firstCRLFLine: Int?
     /// Set when the file cannot be parsed at all (UTF-16); no further events are produced.
     private(set) var fatal: String?
 
@@ -89,6 +92,11 @@ struct TransferCSVParser {
             fatal = message
             emit(.error(line: 1, message: message))
             return
+        } else if body.prefix(4).contains(0) {
+            let message = "the file starts with NUL bytes: it looks like UTF-16 without a byte-order mark; save it as UTF-8"
+            fatal = message
+            emit(.error(line: 1, message: message))
+            return
         }
         for byte in body { step(byte, emit) }
     }
@@ -131,7 +139,7 @@ struct TransferCSVParser {
             }
         case .carriageReturn:
             if byte == 0x0A {
-                sawCRLF = true
+                if firstCRLFLine == nil { firstCRLFLine = line }
                 endRow(emit)
             } else {
                 if rowError == nil { rowError = "a carriage return is not followed by a line feed" }
@@ -193,8 +201,39 @@ struct TransferCSVParser {
         return .row(line: line, externalUserID: user, transferSub: sub)
     }
 
+    /// The row for an error message: at most 80 characters, control characters, DEL and bytes
+    /// that are not valid UTF-8 shown as `\xNN`, so no raw byte from the file reaches a terminal.
     static func preview(_ row: [[UInt8]]) -> String {
-        String(row.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",").prefix(80))
+        var bytes: [UInt8] = []
+        for (index, field) in row.enumerated() {
+            if index > 0 { bytes.append(0x2C) }
+            bytes += field
+        }
+        return escaped(bytes, limit: 80)
+    }
+
+    /// `bytes` as printable text: printable ASCII and valid UTF-8 sequences as they are
+    /// (except C1 controls), everything else `\xNN`; cut after `limit` characters with `...`.
+    static func escaped(_ bytes: [UInt8], limit: Int) -> String {
+        var out = ""
+        var count = 0
+        var index = 0
+        while index < bytes.count {
+            if count >= limit { return out + "..." }
+            let byte = bytes[index]
+            let length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC2 ? 2 : 0
+            if length > 1, index + length <= bytes.count,
+               let text = String(validating: bytes[index..<index + length], as: UTF8.self),
+               text.unicodeScalars.allSatisfy({ !(0x80...0x9F).contains($0.value) && $0.properties.generalCategory != .format }) {
+                out += text
+                index += length
+            } else {
+                out += (0x20...0x7E).contains(byte) ? String(UnicodeScalar(byte)) : "\\x" + String(format: "%02X", byte)
+                index += 1
+            }
+            count += 1
+        }
+        return out
     }
 }
 

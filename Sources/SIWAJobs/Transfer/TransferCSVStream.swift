@@ -77,8 +77,10 @@ struct CSVCopyStream: Sequence, Sendable {
                     events.forEach { handle($0) }
                     try? self.handle?.close()
                     var notes: [String] = []
-                    if parser.sawByteOrderMark { notes.append("a UTF-8 byte-order mark at the start was skipped") }
-                    if parser.sawCRLF { notes.append("CRLF line endings were accepted") }
+                    if parser.sawByteOrderMark { notes.append("line 1: a UTF-8 byte-order mark at the start was skipped") }
+                    if let line = parser.firstCRLFLine {
+                        notes.append("line \(line): CRLF line endings (Windows) were accepted (the first one ends this line)")
+                    }
                     diagnostics.state.withLock { $0.notes = notes }
                 } else {
                     var events: [TransferCSVParser.Event] = []

@@ -8,12 +8,27 @@ public struct TransferRuleError: Error, CustomStringConvertible, Sendable, Equat
 
 /// Checks on the recipient team ID sent as `target` (apple-api.md §4.2).
 public enum TransferTarget {
+    /// Refuses a team ID that is not 10 characters `[A-Z0-9]` (Apple Team IDs are upper case; a
+    /// lower-case copy would slip past the own-team check and match no account).
+    /// - Parameter field: the name shown in the message, e.g. `team-id`.
+    /// - Throws: `TransferRuleError` naming `field`.
+    public static func validateTeamID(_ value: String, field: String) throws(TransferRuleError) {
+        guard isTeamID(value) else {
+            throw TransferRuleError(message: "\(field) '\(value.prefix(40))' is not a 10-character Apple Team ID ([A-Z0-9]{10}): "
+                + "copy the team's ID from its membership page")
+        }
+    }
+
+    static func isTeamID(_ value: String) -> Bool {
+        value.utf8.count == 10 && value.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
+    }
+
     /// Refuses a `target` that is not a 10-character Apple Team ID (`[A-Z0-9]{10}`) or that equals
     /// the sending team: Apple accepts its own team as target and returns transfer identifiers no
     /// recipient can use (nov/apple_id#21), so this is checked before any call.
     /// - Throws: `TransferRuleError` naming the field.
     public static func validate(_ target: String, sender: String) throws(TransferRuleError) {
-        guard target.utf8.count == 10, target.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }) else {
+        guard isTeamID(target) else {
             throw TransferRuleError(message: "target '\(target.prefix(40))' is not a 10-character Apple Team ID ([A-Z0-9]{10}): "
                 + "pass the recipient team's ID from its membership page")
         }
@@ -62,6 +77,25 @@ public struct TransferWindow: Sendable, Equatable {
                 + "(\(-left) days ago): Apple no longer serves /auth/usermigrationinfo for it. Recovery: transfer the app "
                 + "back to the sending team, then transfer it again, and run the export and import again with the new "
                 + "--transfer-date")
+        }
+    }
+
+    /// Exports may run before the recipient accepts (apple-api.md §4.2 "Timing"), but an app
+    /// transfer request that is not accepted expires (App Store Connect allows 60 days), so a date
+    /// further ahead is a typo.
+    public static let maxExportDaysAhead = 60
+    /// An import's date is the day the transfer was accepted: today or earlier; 1 day of slack for
+    /// a recipient whose local date is ahead of UTC.
+    public static let maxImportDaysAhead = 1
+
+    /// - Throws: `TransferRuleError` naming `transfer_date` when it is more than `maxDaysAhead`
+    ///   days after `now`'s UTC day.
+    public func requireNotAhead(maxDaysAhead: Int, purpose: String, now: Date = Date()) throws(TransferRuleError) {
+        let ahead = daysLeft(now: now) - Self.days
+        guard ahead <= maxDaysAhead else {
+            throw TransferRuleError(message: "transfer_date \(day) is \(ahead) days in the future: \(purpose) accepts at most "
+                + "\(maxDaysAhead) day\(maxDaysAhead == 1 ? "" : "s") ahead. Pass the day the recipient team accepted "
+                + "(or will accept) the app transfer, YYYY-MM-DD in UTC")
         }
     }
 
