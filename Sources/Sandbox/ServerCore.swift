@@ -115,9 +115,15 @@ final class ServerCore: Sendable {
         }
         guard let ticket else { return false }
         let micros = Int((delayMs * 1000).rounded())
-        resumeQueue.asyncAfter(deadline: .now() + .microseconds(micros)) { [self] in
+        // A timer with zero leeway: `asyncAfter` lets libdispatch fire up to 10 % late (5 ms on a
+        // 50 ms latency), which would make the sandbox slower than the latency it was told to add.
+        let timer = DispatchSource.makeTimerSource(queue: resumeQueue)
+        timer.schedule(deadline: .now() + .microseconds(micros), leeway: .nanoseconds(0))
+        timer.setEventHandler { [self, timer] in
             resume(ticket)
+            timer.cancel()
         }
+        timer.resume()
         return true
     }
 

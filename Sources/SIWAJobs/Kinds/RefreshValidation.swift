@@ -34,17 +34,13 @@ public struct RefreshValidationHandler: JobHandler {
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         let spec: JobSpec
-        do { spec = try JobSpec(json: job.spec) } catch {
-            let reason = "\(error)"
-            return items.map { _ in { .pauseJob(reason: reason) } }
+        do { spec = try JobSpec(json: job.spec) } catch { return pauseAll(items, reason: "\(error)") }
+        let client: AppleIDClient
+        switch registry.client(forJob: spec.fields["team_id"] ?? "", clientID: spec.fields["client_id"] ?? "") {
+        case let .success(found): client = found
+        case let .failure(error): return pauseAll(items, reason: error.reason)
         }
-        let teamID = spec.fields["team_id"] ?? "", clientID = spec.fields["client_id"] ?? ""
-        guard let client = registry.client(teamID: teamID, clientID: clientID) else {
-            let reason = "no Apple credentials configured for team '\(teamID)' and client '\(clientID)': "
-                + "set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE and SIWA_CLIENT_ID for this worker"
-            return items.map { _ in { .pauseJob(reason: reason) } }
-        }
-        let tokens = try await loadTokens(items.compactMap(\.accountID))
+        let tokens = try await StoredTokens.load(items.compactMap(\.accountID), pool: pool)
         let keyring = self.keyring
         return items.map { item in
             let stored = item.accountID.flatMap { tokens[$0] }
@@ -52,42 +48,15 @@ public struct RefreshValidationHandler: JobHandler {
         }
     }
 
-    struct StoredToken: Sendable {
-        let ciphertext: [UInt8]?
-        let keyID: String?
-        let fingerprint: String?
-    }
-
-    private func loadTokens(_ accountIDs: [Int64]) async throws -> [Int64: StoredToken] {
-        let rows = try await pool.withConnection { conn in
-            try await conn.query("""
-                SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
-                FROM siwa.accounts WHERE id = ANY(\(accountIDs))
-                """)
-        }
-        var map: [Int64: StoredToken] = [:]
-        for row in rows {
-            map[try row.decode("id")] = StoredToken(
-                ciphertext: try row.decode("refresh_token_ciphertext", as: [UInt8]?.self),
-                keyID: try row.decode("refresh_token_key_id", as: String?.self),
-                fingerprint: try row.decode("refresh_token_fingerprint", as: String?.self))
-        }
-        return map
-    }
-
-    static func validate(item: ClaimedItem, stored: StoredToken?, client: AppleIDClient, keyring: TokenKeyring) async -> ItemOutcome {
-        guard let accountID = item.accountID, let stored, let ciphertext = stored.ciphertext, let keyID = stored.keyID else {
+    static func validate(item: ClaimedItem, stored: StoredTokens.Token?, client: AppleIDClient, keyring: TokenKeyring) async -> ItemOutcome {
+        guard let accountID = item.accountID, let stored, stored.ciphertext != nil, stored.keyID != nil else {
             return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "account has no stored refresh token"])),
                            audit: nil, effect: nil)
         }
         let token: String
-        do {
-            token = try keyring.open(ciphertext, keyID: keyID, accountAAD: String(accountID))
-        } catch {
-            // A wrong or missing token key would fail every item the same way: that is a
-            // configuration error, so the job pauses instead of failing the whole night's run.
-            return .pauseJob(reason: "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
-                + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job")
+        switch StoredTokens.open(stored, accountID: accountID, keyring: keyring) {
+        case let .success(opened): token = opened
+        case let .failure(error): return .pauseJob(reason: error.reason)
         }
         let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
         switch await client.validateRefreshToken(token) {

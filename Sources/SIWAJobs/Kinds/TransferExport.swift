@@ -71,10 +71,10 @@ public struct TransferExportHandler: JobHandler {
             let reason = "transfer export refused before any Apple call: \(error)"
             return items.map { _ in { .pauseJob(reason: reason) } }
         }
-        guard let client = registry.client(teamID: teamID, clientID: clientID) else {
-            let reason = "no Apple credentials configured for team '\(teamID)' and client '\(clientID)': add the team to "
-                + "SIWA_TEAMS_FILE (or set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE, SIWA_CLIENT_ID) for this worker"
-            return items.map { _ in { .pauseJob(reason: reason) } }
+        let client: AppleIDClient
+        switch registry.client(forJob: teamID, clientID: clientID) {
+        case let .success(found): client = found
+        case let .failure(error): return pauseAll(items, reason: error.reason)
         }
         let subs = try await loadSubs(items.compactMap(\.accountID))
         let provider = tokens.provider(teamID: teamID, client: client)

@@ -103,10 +103,10 @@ public struct TransferImportHandler: JobHandler {
             let reason = "transfer import refused before any Apple call: \(error)"
             return items.map { _ in { .pauseJob(reason: reason) } }
         }
-        guard let client = registry.client(teamID: teamID, clientID: clientID) else {
-            let reason = "no Apple credentials configured for team '\(teamID)' and client '\(clientID)': add the team to "
-                + "SIWA_TEAMS_FILE (or set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE, SIWA_CLIENT_ID) for this worker"
-            return items.map { _ in { .pauseJob(reason: reason) } }
+        let client: AppleIDClient
+        switch registry.client(forJob: teamID, clientID: clientID) {
+        case let .success(found): client = found
+        case let .failure(error): return pauseAll(items, reason: error.reason)
         }
         let lines = items.map { Self.line(of: $0) }
         let rows = try await loadRows(importID: importID, lines: lines.compactMap { $0 }, teamID: teamID,

@@ -1,0 +1,68 @@
+import AppleID
+import Postgres
+import Queue
+
+/// One pause reason for every item of a batch (configuration errors stop the job, not the items).
+func pauseAll(_ items: [ClaimedItem], reason: String) -> [@Sendable () async -> ItemOutcome] {
+    items.map { _ in { .pauseJob(reason: reason) } }
+}
+
+extension AppleClientRegistry {
+    /// The client for a job's team and client, or the pause reason that tells ops what to configure.
+    func client(forJob teamID: String, clientID: String) -> Result<AppleIDClient, JobConfigurationError> {
+        guard let client = client(teamID: teamID, clientID: clientID) else {
+            return .failure(JobConfigurationError(reason: "no Apple credentials configured for team '\(teamID)' and client '\(clientID)': "
+                + "add the team to SIWA_TEAMS_FILE (or set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE, SIWA_CLIENT_ID) for this worker"))
+        }
+        return .success(client)
+    }
+}
+
+/// A job that cannot run as configured; its reason becomes the job's pause reason.
+struct JobConfigurationError: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { reason }
+}
+
+/// Encrypted refresh tokens of a batch of accounts, loaded in one round trip.
+enum StoredTokens {
+    struct Token: Sendable {
+        let ciphertext: [UInt8]?
+        let keyID: String?
+        let fingerprint: String?
+    }
+
+    static func load(_ accountIDs: [Int64], pool: PostgresPool) async throws -> [Int64: Token] {
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
+                FROM siwa.accounts WHERE id = ANY(\(accountIDs))
+                """)
+        }
+        var map: [Int64: Token] = [:]
+        for row in rows {
+            map[try row.decode("id")] = Token(
+                ciphertext: try row.decode("refresh_token_ciphertext", as: [UInt8]?.self),
+                keyID: try row.decode("refresh_token_key_id", as: String?.self),
+                fingerprint: try row.decode("refresh_token_fingerprint", as: String?.self))
+        }
+        return map
+    }
+}
+
+extension StoredTokens {
+    /// Decrypts a stored token. A token that does not decrypt means a wrong or missing token key,
+    /// which would fail every item alike: the error is a configuration error that pauses the job.
+    static func open(_ stored: Token, accountID: Int64, keyring: TokenKeyring) -> Result<String, JobConfigurationError> {
+        guard let ciphertext = stored.ciphertext, let keyID = stored.keyID else {
+            return .failure(JobConfigurationError(reason: "account \(accountID) holds no stored refresh token"))
+        }
+        do {
+            return .success(try keyring.open(ciphertext, keyID: keyID, accountAAD: String(accountID)))
+        } catch {
+            return .failure(JobConfigurationError(
+                reason: "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
+                    + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job"))
+        }
+    }
+}
