@@ -5,11 +5,13 @@ import SIWAJobs
 
 /// `siwa-jobs notifications serve|send`.
 ///
-/// `serve --port N [--host 127.0.0.1] [--threads 2] [--pool-size 4]`: Apple's server-to-server
-/// notification endpoint (apple-api.md §8). Plain HTTP: terminate TLS 1.2+ in front of it (a
-/// reverse proxy on the same host, or a load balancer) and proxy `POST` to it. Stores each
-/// payload, answering 200 only after the row is committed, and plans processing jobs for
-/// `siwa-jobs work`. Stops gracefully on SIGTERM/SIGINT (requests in flight are answered).
+/// `serve --port N [--host 127.0.0.1] [--path /] [--threads 2] [--pool-size 4] [--db-timeout-seconds 10]`:
+/// Apple's server-to-server notification endpoint (apple-api.md §8). Plain HTTP: terminate TLS
+/// 1.2+ in front of it (a reverse proxy on the same host, or a load balancer, buffering request
+/// bodies) and proxy `POST` to it on `--path`. Stores each payload, answering 200 only after the
+/// row is committed (503 when the database does not answer within `--db-timeout-seconds`), and
+/// plans processing jobs for `siwa-jobs work`. Stops on SIGTERM/SIGINT within about 10 s plus
+/// `--db-timeout-seconds`, even when the database is stuck (requests in flight are answered).
 ///
 /// `send --to URL --sandbox URL --client-id C (--sub S | --subs-file F) [--count N] [--concurrency N]`:
 /// asks the sandbox to sign N notifications cycling through the four types and both encodings
@@ -24,16 +26,24 @@ enum NotificationsCommand {
     }
 
     static func serve(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: ["port", "host", "threads", "pool-size"])
+        let args = try Arguments(words, valueFlags: ["port", "host", "path", "threads", "pool-size", "db-timeout-seconds"])
         try args.noPositionals("notifications serve")
         guard let port = try args.int("port", in: 0...65535) else {
             throw UsageError(message: "notifications serve: --port N is required (0 picks a free port)")
         }
+        let path = args.string("path") ?? "/"
+        guard path.hasPrefix("/"), !path.contains(where: { $0.isWhitespace || $0 == "?" || $0 == "#" }) else {
+            throw UsageError(message: "--path: expected a URL path such as / or /apple/notifications, got '\(path)'")
+        }
+        let timeout = try args.seconds("db-timeout-seconds", in: 0.1...300) ?? 10
         let logger = settings.logger("notifications")
+        // The receiver's connections carry a session statement_timeout, so the planner has its own.
         let pool = PostgresPool(configuration: settings.postgres, size: try args.int("pool-size", in: 1...64) ?? 4)
-        try await WorkCommand.preflight(pool: pool)
-        let planner = NotificationPlanner(enqueuer: Enqueuer(pool: pool), logger: logger)
-        let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool), logger: logger, onStored: planner.signal)
+        let planningPool = PostgresPool(configuration: settings.postgres, size: 1)
+        try await WorkCommand.preflight(pool: planningPool)
+        let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool), logger: logger)
+        let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool, timeoutSeconds: timeout), logger: logger,
+                                            path: path, onStored: planner.signal)
         let server = HTTPServer(host: args.string("host") ?? "127.0.0.1", port: UInt16(port),
                                 bodyLimit: NotificationReceiver.bodyLimit, threads: try args.int("threads", in: 1...64) ?? 2,
                                 handler: receiver.handle)
@@ -42,6 +52,7 @@ enum NotificationsCommand {
             bound = try server.start()
         } catch {
             await pool.close()
+            await planningPool.close()
             SIWAJobsCommand.fail("notifications serve: \(error)")
             return 69
         }
@@ -57,9 +68,18 @@ enum NotificationsCommand {
         await server.stop(graceSeconds: 10)
         logger.info("notification receiver stopped listening")
         planner.finish()
-        await planning.value
+        // The planner's last round plans what was stored before the stop; a stuck database must
+        // not hold the exit (rows left unplanned are planned by the next start or `enqueue notifications`).
+        do {
+            try await Deadline.run(seconds: timeout, waitingFor: "database") { await planning.value }
+        } catch {
+            logger.warning("planner did not finish; unplanned notifications wait for the next start", [
+                "error": String(describing: error),
+            ])
+        }
         trap.cancel()
         await pool.close()
+        await planningPool.close()
         logger.info("notification receiver stopped")
         return 0
     }

@@ -15,7 +15,10 @@ enum TokenCommand {
         var clientIDs: [String] = []
         var i = 0
         while i < rest.count {
-            if rest[i] == "--client-id", i + 1 < rest.count {
+            if rest[i] == "--client-id" {
+                guard i + 1 < rest.count, !rest[i + 1].hasPrefix("--") else {
+                    throw UsageError(message: "--client-id needs a value, e.g. --client-id com.example.app")
+                }
                 clientIDs.append(rest[i + 1])
                 rest.removeSubrange(i...(i + 1))
             } else if rest[i].hasPrefix("--client-id=") {
@@ -27,6 +30,9 @@ enum TokenCommand {
         }
         let args = try Arguments(rest, valueFlags: ["token-file", "jwks", "at", "nonce"])
         guard !clientIDs.isEmpty else { throw UsageError(message: "token verify: --client-id C is required (repeat it for more)") }
+        guard !clientIDs.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
+            throw UsageError(message: "--client-id: empty value; give a client id such as com.example.app")
+        }
         guard let jwks = args.string("jwks") else { throw UsageError(message: "token verify: --jwks FILE|URL is required") }
         let token = try readToken(args)
         var at: Date?
@@ -43,7 +49,7 @@ enum TokenCommand {
         let outcome = await TokenVerifyCommandCore.run(token: token, jwks: provider, clientIDs: clientIDs,
                                                        at: at, expectedNonce: args.string("nonce"))
         if outcome.exitCode == 64 { throw UsageError(message: outcome.output) }
-        if outcome.exitCode == 69 || outcome.exitCode == 70 {
+        if [65, 66, 69, 70].contains(outcome.exitCode) {
             SIWAJobsCommand.fail(outcome.output)
         } else {
             say(outcome.output)

@@ -68,9 +68,14 @@ import SIWACrypto
     @Test func unusableJWKSIsNotAVerdictOnTheToken() async throws {
         let token = try F.rs256(F.idClaims(), key: try F.keys()[0])
         let missing = try await run(token, provider: FileJWKSProvider(path: "/nonexistent/keys.json"))
-        #expect(missing == (69, "error: JWKS file: cannot read /nonexistent/keys.json"))
+        #expect(missing == (66, "error: JWKS file: cannot read /nonexistent/keys.json"), "an unreadable file is missing input")
         let empty = try await run(token, provider: StaticJWKSProvider(document: Array(#"{"keys":[]}"#.utf8)))
-        #expect(empty == (69, "error: JWKS keys: no usable RSA signing key among 0"))
+        #expect(empty == (69, "error: JWKS keys: no usable RSA signing key among 0"), "a fetched JWKS is a service problem")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data("{not json".utf8).write(to: file)
+        let malformed = try await run(token, provider: FileJWKSProvider(path: file.path))
+        #expect(malformed.exitCode == 65 && malformed.output.hasPrefix("error: JWKS "), "a malformed file is a data error: \(malformed)")
     }
 
     @Test func realAppleJWKSSelectsTheTokensKid() async throws {

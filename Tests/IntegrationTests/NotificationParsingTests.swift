@@ -18,6 +18,37 @@ import Testing
         #expect(NotificationInbox.unverifiedJTI("only.two") == nil)
         #expect(NotificationInbox.unverifiedJTI("a.b.c.d") == nil)
         #expect(NotificationInbox.unverifiedJTI("a.%%%.c") == nil)
+        // The header must be a JSON object too; only the signature may be empty (unsecured JWS).
+        let claims = Base64URL.encode(Array(#"{"jti":"j"}"#.utf8))
+        #expect(NotificationInbox.unverifiedJTI("bm90IGpzb24." + claims + ".c2ln") == nil)
+        #expect(NotificationInbox.unverifiedJTI("." + claims + ".c2ln") == nil)
+        #expect(NotificationInbox.unverifiedJTI("eyJhbGciOiJub25lIn0." + claims + ".") == "j")
+        #expect(NotificationInbox.unverifiedJTI("eyJhbGciOiJub25lIn0." + claims + ".%%") == nil)
+    }
+
+    @Test func onlyJSONContentTypesAreAccepted() {
+        for good in ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8",
+                     " application/json ", "text/json", "application/jwt+json"] {
+            #expect(NotificationReceiver.isJSON(contentType: good), "\(good)")
+        }
+        for bad in [nil, "", "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "multipart/form-data",
+                    "application/+json"] as [String?] {
+            #expect(!NotificationReceiver.isJSON(contentType: bad), "\(bad ?? "nil")")
+        }
+    }
+
+    @Test func aDeadlineAnswersForAnOperationThatNeverDoes() async throws {
+        #expect(try await Deadline.run(seconds: 60, waitingFor: "database") { 42 } == 42)
+        await #expect(throws: DeadlineExceeded.self) {
+            try await Deadline.run(seconds: 0.05, waitingFor: "database") {
+                try await Task.sleep(for: .seconds(3600))
+            }
+        }
+        struct Boom: Error {}
+        await #expect(throws: Boom.self) {
+            try await Deadline.run(seconds: 60, waitingFor: "database") { throw Boom() }
+        }
+        #expect(DeadlineExceeded(what: "database", seconds: 10).description == "no answer from the database within 10.0 s")
     }
 
     @Test func bodyMustBeAnObjectWithANonEmptyPayloadString() {

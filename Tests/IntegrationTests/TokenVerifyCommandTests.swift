@@ -51,4 +51,26 @@ import Testing
                                                  "--at", "yesterday"], environment: env)
         #expect(badAt.status == 64 && badAt.stderr.contains("--at"))
     }
+
+    @Test func clientIDValuesAndJWKSFileErrorsAreNamed() async throws {
+        let env = ProcessInfo.processInfo.environment
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data("{\"keys\": [".utf8).write(to: file)
+        let token = "eyJhbGciOiJSUzI1NiJ9.e30.c2ln"
+
+        let noValue = try await BinaryProcess.run(["token", "verify", token, "--jwks", file.path, "--client-id"], environment: env)
+        #expect(noValue.status == 64 && noValue.stderr.contains("--client-id needs a value"), "\(noValue.stderr)")
+        let flagAsValue = try await BinaryProcess.run(["token", "verify", token, "--client-id", "--jwks", file.path], environment: env)
+        #expect(flagAsValue.status == 64 && flagAsValue.stderr.contains("--client-id needs a value"), "\(flagAsValue.stderr)")
+        let empty = try await BinaryProcess.run(["token", "verify", token, "--jwks", file.path, "--client-id", ""], environment: env)
+        #expect(empty.status == 64 && empty.stderr.contains("--client-id: empty value"), "\(empty.stderr)")
+        #expect(!empty.stderr.contains("clientIDs"), "no internal name")
+
+        let malformed = try await BinaryProcess.run(["token", "verify", token, "--jwks", file.path, "--client-id", "c"], environment: env)
+        #expect(malformed.status == 65 && malformed.stderr.contains("JWKS"), "a malformed JWKS file is a data error: \(malformed.stderr)")
+        let missing = try await BinaryProcess.run(["token", "verify", token, "--jwks", file.path + ".missing", "--client-id", "c"],
+                                                  environment: env)
+        #expect(missing.status == 66 && missing.stderr.contains("cannot read"), "\(missing.stderr)")
+    }
 }

@@ -169,7 +169,7 @@ import Testing
             VALUES ('user-000001', \(W.teamB), \(W.clientID), 'new.sub.1', 'ts.sender.1')
             """)
         #expect(try await lookup("ts.sender.1") == ["user-000001 recipient -", "\(users[0].externalUserID) sender 55"],
-                "recipient first, by ORDER BY (migration 0006)")
+                "recipient first, by ORDER BY (migration 0007)")
         // After the window only the recipient's own account is found.
         try await world.database.pool.execute("UPDATE siwa.transfer_jobs SET transfer_date = current_date - 61")
         try await world.database.pool.execute("UPDATE siwa.transfer_imports SET transfer_date = current_date - 61")

@@ -7,7 +7,10 @@ import Foundation
 /// - 1: rejected; `output` is `rejected: <reason>: <detail>` (reasons as in
 ///   `JWTVerificationError.Reason`, e.g. `rejected: expired: exp 1700000000 is ...`);
 /// - 64: usage (no client id given);
-/// - 69: the JWKS could not be loaded (`error: JWKS ...`), so nothing was verified.
+/// - 65: a JWKS file is not a usable JWKS (`error: JWKS ...`: bad JSON, no RSA key, too large);
+/// - 66: a JWKS file cannot be read;
+/// - 69: a JWKS from anywhere else (a URL) could not be fetched or used.
+/// On 65, 66 and 69 nothing was verified.
 /// `output` never contains the token.
 public enum TokenVerifyCommandCore {
     /// - Parameters:
@@ -33,7 +36,7 @@ public enum TokenVerifyCommandCore {
         do {
             try await cache.refresh()
         } catch {
-            return (69, "error: \(error)")
+            return (jwksExitCode(jwks), "error: \(error)")
         }
         do {
             let claims = try await verifier.verify(token, at: at ?? Date(), expectedNonce: expectedNonce)
@@ -46,5 +49,12 @@ public enum TokenVerifyCommandCore {
         } catch {
             return (1, "rejected: \(error.reason.rawValue): \(error.detail)")
         }
+    }
+
+    /// A file the operator named is a data problem (65) or missing input (66); a fetched JWKS is
+    /// a service problem (69).
+    static func jwksExitCode(_ jwks: any JWKSProvider) -> Int32 {
+        guard let file = jwks as? FileJWKSProvider else { return 69 }
+        return FileManager.default.isReadableFile(atPath: file.path) ? 65 : 66
     }
 }

@@ -3,34 +3,47 @@ import Postgres
 import SIWACrypto
 
 /// The `siwa.notifications` table seen from the receiver: stores each payload as received, once
-/// per `jti`, and reads the `jti` without verifying anything (verification happens when the
-/// notification is processed, so a JWKS outage never loses a notification).
+/// per distinct payload, and reads the `jti` without verifying anything (verification happens when
+/// the notification is processed, so a JWKS outage never loses a notification).
+///
+/// A duplicate is the same payload (same `jti` and same SHA-256 of the payload) stored before. A
+/// different payload with a `jti` already stored is stored too: de-duplicating on the unverified
+/// `jti` alone would let a forged payload posted first suppress the genuine one. Processing applies
+/// at most one verified payload per `jti` (see `sql/0006_notification_fixes.sql`).
 public struct NotificationInbox: Sendable {
     /// What `store` did.
     public enum Stored: Sendable, Equatable {
         /// A new row, committed.
         case stored(id: Int64)
-        /// A row with this `jti` already exists; nothing was written.
+        /// The same payload is already stored; nothing was written.
         case duplicate
     }
 
-    /// Longest `jti` used for de-duplication; longer ones are stored as NULL (never de-duplicated).
+    /// Longest `jti` accepted, characters.
     public static let maxJTILength = 256
 
     let pool: PostgresPool
+    /// Longest wait for the database per request, seconds (also the server-side `statement_timeout`).
+    public let timeoutSeconds: Double
 
-    public init(pool: PostgresPool) {
+    /// - Parameters:
+    ///   - pool: the receiver's own pool: its connections get a session `statement_timeout`.
+    ///   - timeoutSeconds: longest wait for the database per call, seconds (default 10).
+    public init(pool: PostgresPool, timeoutSeconds: Double = 10) {
         self.pool = pool
+        self.timeoutSeconds = timeoutSeconds
     }
 
     /// Inserts the payload (a compact JWT, unverified) and commits before returning.
-    /// - Throws: `DatabaseError` when the row could not be committed (answer 5xx so Apple retries).
-    public func store(payload: String) async throws -> Stored {
-        let jti = Self.unverifiedJTI(payload)
-        let rows = try await pool.withConnection { conn in
+    /// - Parameter jti: the payload's `jti`, from `unverifiedJTI`.
+    /// - Throws: `DatabaseError` when the row could not be committed, `DeadlineExceeded` when the
+    ///   database gave no answer within `timeoutSeconds` (answer 5xx so Apple retries).
+    public func store(payload: String, jti: String) async throws -> Stored {
+        let rows = try await withDatabase { conn in
             try await conn.query("""
-                INSERT INTO siwa.notifications (payload, jti) VALUES (\(payload), \(jti))
-                ON CONFLICT (jti) DO NOTHING
+                INSERT INTO siwa.notifications (payload, jti, payload_sha256)
+                VALUES (\(payload), \(jti), sha256(convert_to(\(payload), 'UTF8')))
+                ON CONFLICT (jti, payload_sha256) DO NOTHING
                 RETURNING id
                 """)
         }
@@ -38,12 +51,37 @@ public struct NotificationInbox: Sendable {
         return .stored(id: try row.decode("id"))
     }
 
-    /// The `jti` claim of a compact JWS payload, read without verification; nil when the token
-    /// does not have three segments, its payload is not base64url JSON, or `jti` is not a
-    /// non-empty string of at most `maxJTILength` characters.
+    /// `SELECT 1` within the deadline, for readiness checks.
+    /// - Throws: `DatabaseError` or `DeadlineExceeded`.
+    public func ping() async throws {
+        _ = try await withDatabase { conn in try await conn.query("SELECT 1") }
+    }
+
+    /// Runs `body` on a pooled connection whose `statement_timeout` is `timeoutSeconds`, giving up
+    /// after `timeoutSeconds` even if the database never answers (a frozen server or a full pool).
+    private func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let pool = self.pool
+        let milliseconds = String(Int((timeoutSeconds * 1000).rounded()))
+        return try await Deadline.run(seconds: timeoutSeconds, waitingFor: "database") {
+            try await pool.withConnection { conn in
+                try await conn.query("SELECT set_config('statement_timeout', \(milliseconds), false)")
+                return try await body(conn)
+            }
+        }
+    }
+
+    /// The `jti` claim of a compact JWS payload (RFC 7515 §7.1), read without verification; nil
+    /// unless the token has three base64url segments (only the signature may be empty, as in an
+    /// unsecured JWS; it is then rejected as `algNotAllowed` when processed), the first two decode
+    /// to JSON objects, and the payload's `jti` is a non-empty string of at most `maxJTILength`
+    /// characters.
     public static func unverifiedJTI(_ token: String) -> String? {
         let segments = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard segments.count == 3, segments[1].utf8.count <= 64 * 1024,
+        guard segments.count == 3, !segments[0].isEmpty, !segments[1].isEmpty,
+              segments.allSatisfy({ $0.utf8.count <= 64 * 1024 }),
+              Base64URL.decode(String(segments[2])) != nil,
+              let header = Base64URL.decode(String(segments[0])),
+              (try? JSONSerialization.jsonObject(with: Data(header))) is [String: Any],
               let bytes = Base64URL.decode(String(segments[1])),
               let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
               let jti = object["jti"] as? String, !jti.isEmpty, jti.count <= maxJTILength else { return nil }

@@ -14,9 +14,12 @@ import Queue
 /// changes and writes their audit rows in that same statement, only when `processed_at` goes
 /// from NULL to set: each notification takes effect exactly once.
 ///
-/// Outcomes: `applied`, `unknown_sub` (verified, no account), `ignored` (verified, not one of
-/// the four event types, or no `events`), `unverifiable` (rejected; the reason is kept; the item
-/// fails so `work --drain` exits 1), `already_processed`. A JWKS that cannot be fetched is
+/// Outcomes: `applied`, `stale` (an email event older than the one applied; set by the trigger),
+/// `duplicate` (verified, but another payload with its `jti` was processed as verified: nothing
+/// changes; checked again by the row's BEFORE trigger under a per-`jti` lock, so concurrent
+/// workers never apply one `jti` twice), `unknown_sub` (verified, no account), `ignored`
+/// (verified, not one of the four event types, or no `events`), `unverifiable` (rejected; the
+/// reason is kept; the item fails so `work --drain` exits 1), `already_processed`. A JWKS that cannot be fetched is
 /// transient: the item is retried.
 public struct NotificationProcessingHandler: JobHandler {
     public static let kind = "notification-processing"
@@ -62,6 +65,8 @@ public struct NotificationProcessingHandler: JobHandler {
         let payload: String
         let receivedAt: Date
         let processed: Bool
+        /// Another row with this `jti` was processed as verified.
+        let jtiProcessed: Bool
     }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
@@ -79,12 +84,17 @@ public struct NotificationProcessingHandler: JobHandler {
             let fetchesBefore = await verifier.keys.fetchCount
             do {
                 let claims = try await verifier.verify(row.payload, at: row.receivedAt)
-                pending.append(.verified(id, claims: claims))
+                var effect = NotificationEffect.verified(id, claims: claims)
+                if row.jtiProcessed {
+                    effect.outcome = "duplicate"
+                    effect.error = "jti already processed as another notification"
+                }
+                pending.append(effect)
             } catch {
                 decided[id] = await rejection(id, error, refetched: await verifier.keys.fetchCount > fetchesBefore)
             }
         }
-        let accounts = try await accountIDs(subs: pending.compactMap(\.sub))
+        let accounts = try await accountIDs(subs: pending.filter { $0.error == nil }.compactMap(\.sub))
         for var effect in pending {
             if effect.error == nil, let sub = effect.sub {
                 if let found = accounts[sub], !found.isEmpty {
@@ -132,15 +142,19 @@ public struct NotificationProcessingHandler: JobHandler {
     private func load(_ ids: [Int64]) async throws -> [Int64: StoredNotification] {
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
-                SELECT id, payload, received_at, processed_at IS NOT NULL AS processed
-                FROM siwa.notifications WHERE id = ANY(\(ids))
+                SELECT n.id, n.payload, n.received_at, n.processed_at IS NOT NULL AS processed,
+                       EXISTS (SELECT 1 FROM siwa.notifications o
+                               WHERE o.jti = n.jti AND o.id <> n.id AND o.verification = 'verified'
+                                 AND o.processed_at IS NOT NULL) AS jti_processed
+                FROM siwa.notifications n WHERE n.id = ANY(\(ids))
                 """)
         }
         var map: [Int64: StoredNotification] = [:]
         for row in rows {
             let id: Int64 = try row.decode("id")
             map[id] = StoredNotification(id: id, payload: try row.decode("payload"),
-                                         receivedAt: try row.decode("received_at"), processed: try row.decode("processed"))
+                                         receivedAt: try row.decode("received_at"), processed: try row.decode("processed"),
+                                         jtiProcessed: try row.decode("jti_processed"))
         }
         return map
     }

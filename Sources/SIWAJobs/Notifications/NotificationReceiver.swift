@@ -7,11 +7,16 @@ import Queue
 /// `{"payload":"<JWT>"}` as JSON.
 ///
 /// Answers:
-/// - `200 {"status":"stored"}` once the row is committed, `200 {"status":"duplicate"}` when a row
-///   with the same `jti` exists (no second row);
-/// - `400` body not a JSON object with a string `payload`; `413` body over `bodyLimit` bytes;
-///   `405` not a POST: all logged (without the body) and never stored or processed;
-/// - `503` the database could not commit the row (Apple may retry).
+/// - `200 {"status":"stored"}` once the row is committed, `200 {"status":"duplicate"}` when the
+///   same payload is stored already (no second row);
+/// - `404` a path other than `path` (or the probes); `405` not a POST; `413` body over `bodyLimit`
+///   bytes; `415` a content type that is not JSON; `400` body not a JSON object with a string
+///   `payload`, or a payload that is not a compact JWS (three base64url segments, JSON header and
+///   claims) with a string `jti`: all logged (without the body) and never stored or processed;
+/// - `503` the database could not commit the row, or gave no answer within the inbox's timeout
+///   (Apple may retry).
+/// - `GET /healthz`: `200` while the process serves HTTP (liveness; the database is not asked);
+///   `GET /readyz`: `200` when the database answers `SELECT 1` in time, else `503` (readiness).
 /// Plain HTTP: TLS is terminated in front of it.
 public struct NotificationReceiver: Sendable {
     /// Largest request body read, bytes (64 KiB; a notification JWT is about 1 KiB).
@@ -19,17 +24,27 @@ public struct NotificationReceiver: Sendable {
 
     let inbox: NotificationInbox
     let logger: Logger
+    /// The one path POSTs are accepted on, e.g. `/` or `/apple/notifications`.
+    public let path: String
     let onStored: @Sendable () -> Void
 
-    /// - Parameter onStored: called after each new row is committed (wakes the planner).
-    public init(inbox: NotificationInbox, logger: Logger, onStored: @escaping @Sendable () -> Void = {}) {
+    /// - Parameters:
+    ///   - path: the path notifications are POSTed to (default `/`).
+    ///   - onStored: called after each new row is committed (wakes the planner).
+    public init(inbox: NotificationInbox, logger: Logger, path: String = "/", onStored: @escaping @Sendable () -> Void = {}) {
         self.inbox = inbox
         self.logger = logger
+        self.path = path
         self.onStored = onStored
     }
 
     public func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         if request.method == "GET", request.path == "/healthz" { return .json(#"{"status":"ok"}"#, status: 200) }
+        if request.method == "GET", request.path == "/readyz" { return await readiness() }
+        guard request.path == path else {
+            logger.warning("notification refused: unknown path", ["http.path": String(request.path.prefix(100))])
+            return .json(#"{"error":"not_found"}"#, status: 404)
+        }
         guard request.method == "POST" else {
             logger.warning("notification refused: method not allowed", ["http.method": String(request.method.prefix(16))])
             return .json(#"{"error":"method_not_allowed"}"#, status: 405)
@@ -40,26 +55,62 @@ public struct NotificationReceiver: Sendable {
             ])
             return .json(#"{"error":"body_too_large"}"#, status: 413)
         }
+        guard Self.isJSON(contentType: request.headers["content-type"]) else {
+            logger.warning("notification refused: content type is not JSON", [
+                "http.content_type": String((request.headers["content-type"] ?? "(none)").prefix(100)),
+            ])
+            return .json(#"{"error":"unsupported_media_type","message":"expected Content-Type: application/json"}"#, status: 415)
+        }
         guard let payload = Self.payload(request.body) else {
             logger.warning("notification refused: body is not a JSON object with a string payload", [
                 "body.bytes": "\(request.body.count)",
             ])
             return .json(#"{"error":"invalid_body","message":"expected a JSON object {\"payload\":\"<JWT>\"}"}"#, status: 400)
         }
+        guard let jti = NotificationInbox.unverifiedJTI(payload) else {
+            logger.warning("notification refused: payload is not a compact JWS with a jti", [
+                "payload.bytes": "\(payload.utf8.count)",
+            ])
+            return .json(#"{"error":"invalid_payload","message":"payload must be a compact JWS whose claims hold a string jti"}"#,
+                         status: 400)
+        }
         do {
-            switch try await inbox.store(payload: payload) {
+            switch try await inbox.store(payload: payload, jti: jti) {
             case .stored(let id):
                 logger.info("notification stored", ["notification.id": "\(id)"])
                 onStored()
                 return .json(#"{"status":"stored"}"#, status: 200)
             case .duplicate:
-                logger.info("notification duplicate: jti already stored")
+                logger.info("notification duplicate: the same payload is stored already")
                 return .json(#"{"status":"duplicate"}"#, status: 200)
             }
         } catch {
             logger.error("notification not stored: database error", ["error": String(describing: error).prefix(300).description])
             return .json(#"{"error":"unavailable"}"#, status: 503)
         }
+    }
+
+    /// `/readyz`: the database answers in time.
+    private func readiness() async -> HTTPServerResponse {
+        do {
+            try await inbox.ping()
+            return .json(#"{"status":"ready"}"#, status: 200)
+        } catch {
+            logger.warning("not ready: database check failed", ["error": String(describing: error).prefix(300).description])
+            return .json(#"{"error":"database_unavailable"}"#, status: 503)
+        }
+    }
+
+    /// True for a JSON media type (RFC 8259 §11 `application/json`; also `text/json` and
+    /// `application/<x>+json`), in any case and with any parameters such as `charset`. Apple's
+    /// documentation gives the body as JSON but not the header (apple-api.md §8.1), so every JSON
+    /// spelling is accepted; a missing or other type is refused.
+    static func isJSON(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let media = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        if media == "application/json" || media == "text/json" { return true }
+        return media.hasPrefix("application/") && media.hasSuffix("+json") && media.count > "application/+json".count
     }
 
     /// The `payload` string of a JSON object body; nil for anything else (an empty string, or one

@@ -12,10 +12,18 @@ struct NotificationWorld {
     let receiver: BinaryProcess
     let receiverURL: String
 
-    static func create(accounts: Int) async throws -> NotificationWorld {
+    /// - Parameters:
+    ///   - serveArguments: extra `notifications serve` arguments.
+    ///   - databasePort: the receiver reaches PostgreSQL at 127.0.0.1 on this port (e.g. a proxy).
+    static func create(accounts: Int, serveArguments: [String] = [], databasePort: UInt16? = nil) async throws -> NotificationWorld {
         var world = try await SIWAWorld.create()
         if accounts > 0 { try await world.seed(accounts: accounts, revokedFraction: 0) }
-        let receiver = try BinaryProcess(["notifications", "serve", "--port", "0"], environment: world.environment)
+        var env = world.environment
+        if let databasePort {
+            env["PGHOST"] = "127.0.0.1"
+            env["PGPORT"] = String(databasePort)
+        }
+        let receiver = try BinaryProcess(["notifications", "serve", "--port", "0"] + serveArguments, environment: env)
         var url: String?
         for _ in 0..<500 where url == nil {
             if let line = receiver.stdout.split(separator: "\n").first(where: { $0.contains("listening on ") }) {
@@ -52,9 +60,28 @@ struct NotificationWorld {
     }
 
     func postRaw(_ body: [UInt8], method: String = "POST") async throws -> Int {
-        let request = HTTPRequest(method: method, url: receiverURL, headers: [("Content-Type", "application/json")],
-                                  body: body, timeoutSeconds: 10)
-        return try await CurlTransport(maxConnectionsPerHost: 1).send(request).status
+        try await request(method, body: body).status
+    }
+
+    /// One request to the receiver; `path` is relative to its root, e.g. `readyz`.
+    func request(_ method: String, path: String = "", contentType: String? = "application/json",
+                 body: [UInt8] = []) async throws -> (status: Int, body: String) {
+        let request = HTTPRequest(method: method, url: receiverURL + path, headers: contentType.map { [("Content-Type", $0)] } ?? [],
+                                  body: body, timeoutSeconds: 30)
+        let response = try await CurlTransport(maxConnectionsPerHost: 1).send(request)
+        return (response.status, String(decoding: response.body, as: UTF8.self))
+    }
+
+    /// `request` as `<status> <body>`, e.g. `200 {"status":"stored"}`.
+    func answer(_ method: String, path: String = "", contentType: String? = "application/json",
+                body: [UInt8] = []) async throws -> String {
+        let answer = try await request(method, path: path, contentType: contentType, body: body)
+        return "\(answer.status) \(answer.body)"
+    }
+
+    /// POSTs `{"payload": payload}` as JSON; returns `<status> <body>`.
+    func postPayload(_ payload: String) async throws -> String {
+        try await answer("POST", body: Array(try JSONSerialization.data(withJSONObject: ["payload": payload])))
     }
 
     /// Polls `sql` (one integer) until it is at least `target`; fails after about 60 s.

@@ -1,0 +1,122 @@
+import Foundation
+
+extension Worker {
+    /// Turns an outcome into a completion with its next state and backoff.
+    func record(_ outcome: ItemOutcome, of item: ClaimedItem, kind: String, cancelled: Bool,
+                report: inout WorkerReport) async {
+        switch outcome {
+        case let .succeeded(result, audit, effect):
+            noteUpstream(success: true, error: nil, report: &report)
+            report.succeeded += 1
+            flusher.add(Completion(item: item, kind: kind, state: .succeeded, result: result, audit: audit, effect: effect))
+        case let .failed(result, audit, effect):
+            noteUpstream(success: true, error: nil, report: &report)
+            report.failed += 1
+            flusher.add(Completion(item: item, kind: kind, state: .failed, lastError: result.appleError ?? result.outcome,
+                                   result: result, audit: audit, effect: effect))
+        case let .retry(error, retryAfter, result):
+            if cancelled {
+                release(item, kind: kind, reason: "released on shutdown", report: &report)
+            } else if item.attempt >= item.maxAttempts {
+                noteUpstream(success: false, error: error, report: &report)
+                report.discarded += 1
+                logger.warning("item discarded after its last attempt", [
+                    "item.id": "\(item.id)", "job.id": "\(item.jobID)", "attempt": "\(item.attempt)", "error": error])
+                var final = result
+                final.outcome = "discarded"
+                flusher.add(Completion(item: item, kind: kind, state: .discarded, lastError: error, result: final,
+                                       audit: AuditRecord(action: "item.discarded", detail: result.detail)))
+            } else {
+                noteUpstream(success: false, error: error, report: &report)
+                report.retried += 1
+                logger.debug("item will be retried", ["item.id": "\(item.id)", "attempt": "\(item.attempt)", "error": error])
+                let delay = configuration.backoff.delay(afterAttempt: item.attempt, retryAfterSeconds: retryAfter, random: random)
+                flusher.add(Completion(item: item, kind: kind, state: .available, delaySeconds: delay, lastError: error))
+            }
+        case let .pauseJob(reason):
+            release(item, kind: kind, reason: "job paused", report: &report, counted: false)
+            let first = pausedJobs.withLock { $0.insert(item.jobID).inserted }
+            if first {
+                report.pausedJobs[item.jobID] = reason
+                logger.error("configuration error: job paused", ["job.id": "\(item.jobID)", "reason": reason])
+                do {
+                    _ = try await store.pauseJob(id: item.jobID, reason: reason)
+                } catch {
+                    logger.error("pausing the job failed", ["job.id": "\(item.jobID)", "error": "\(error)"])
+                }
+            }
+        case .released:
+            release(item, kind: kind, reason: cancelled ? "released on shutdown" : "released", report: &report)
+        }
+    }
+
+    /// Tracks transient failures in a row. Past the threshold the upstream is taken to be down:
+    /// a drain stops (exit 75) with items left for the next run instead of burning their attempts;
+    /// a long-running worker pauses claiming for the cool-down.
+    func noteUpstream(success: Bool, error: String?, report: inout WorkerReport) {
+        let threshold = configuration.effectiveUpstreamFailureThreshold
+        let tripped = upstream.withLock { u -> Bool in
+            if success {
+                u.consecutiveTransient = 0
+                return false
+            }
+            u.consecutiveTransient += 1
+            guard u.consecutiveTransient == threshold else { return false }
+            u.coolDownUntil = Date().addingTimeInterval(configuration.upstreamCoolDownSeconds)
+            return true
+        }
+        guard tripped else { return }
+        logger.error("upstream looks down: transient failures in a row", [
+            "failures": "\(threshold)", "error": error ?? "", "drain": "\(configuration.drain)",
+            "cool_down_s": "\(configuration.upstreamCoolDownSeconds)"])
+        if configuration.drain {
+            report.upstreamFailure = "\(threshold) transient failures in a row; last: \(error ?? "?")"
+            requestStop()
+        }
+    }
+
+    /// True while claiming is paused after the upstream looked down.
+    var upstreamCoolingDown: Bool {
+        upstream.withLock { u in
+            guard let until = u.coolDownUntil else { return false }
+            if until > Date() { return true }
+            u.coolDownUntil = nil
+            u.consecutiveTransient = 0
+            return false
+        }
+    }
+
+    enum DrainDecision { case exit, claimNow, wait }
+
+    /// With `--drain`, when idle: keep going while work is due, leased elsewhere, or retrying soon.
+    func drainDecision(kinds: [String], report: inout WorkerReport) async -> DrainDecision {
+        let backlog: QueueBacklog
+        do {
+            backlog = try await store.backlog(kinds: kinds)
+        } catch {
+            logger.error("reading the backlog failed", ["error": "\(error)"])
+            report.databaseFailure = "\(error)"
+            return .exit
+        }
+        if backlog.dueNow > 0 { return .claimNow }
+        if backlog.running > 0 {
+            // In flight elsewhere, or held by a dead worker until its lease expires.
+            let rescued = await rescue()
+            return rescued.retried > 0 ? .claimNow : .wait
+        }
+        if let next = backlog.nextRunAt {
+            if next.timeIntervalSinceNow <= configuration.drainHorizonSeconds { return .wait }
+            report.leftPending += 1
+            logger.warning("retries scheduled beyond the drain horizon are left for the next run", [
+                "next_run_at": "\(next)"])
+        }
+        // A paused job needs an operator: a drain that leaves one behind says so (exit 78).
+        if let paused = try? await store.pausedJobs(kinds: kinds) {
+            for (id, reason) in paused where report.pausedJobs[id] == nil {
+                report.pausedJobs[id] = reason
+                logger.error("job is paused and needs attention", ["job.id": "\(id)", "reason": reason])
+            }
+        }
+        return .exit
+    }
+}
