@@ -66,3 +66,26 @@ extension StoredTokens {
         }
     }
 }
+
+extension StoredTokens {
+    /// Prepares a batch of a kind that calls Apple with each account's stored refresh token: the
+    /// job spec names the team and client (a missing client pauses the job), the tokens are loaded
+    /// in one round trip, and `operation` runs per item.
+    static func prepare(
+        _ items: [ClaimedItem], of job: JobRecord, registry: AppleClientRegistry, pool: PostgresPool, keyring: TokenKeyring,
+        operation: @escaping @Sendable (ClaimedItem, Token?, AppleIDClient, TokenKeyring) async -> ItemOutcome
+    ) async throws -> [@Sendable () async -> ItemOutcome] {
+        let spec: JobSpec
+        do { spec = try JobSpec(json: job.spec) } catch { return pauseAll(items, reason: "\(error)") }
+        let client: AppleIDClient
+        switch registry.client(forJob: spec.fields["team_id"] ?? "", clientID: spec.fields["client_id"] ?? "") {
+        case let .success(found): client = found
+        case let .failure(error): return pauseAll(items, reason: error.reason)
+        }
+        let tokens = try await load(items.compactMap(\.accountID), pool: pool)
+        return items.map { item in
+            let stored = item.accountID.flatMap { tokens[$0] }
+            return { await operation(item, stored, client, keyring) }
+        }
+    }
+}

@@ -33,19 +33,7 @@ public struct RefreshValidationHandler: JobHandler {
     }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
-        let spec: JobSpec
-        do { spec = try JobSpec(json: job.spec) } catch { return pauseAll(items, reason: "\(error)") }
-        let client: AppleIDClient
-        switch registry.client(forJob: spec.fields["team_id"] ?? "", clientID: spec.fields["client_id"] ?? "") {
-        case let .success(found): client = found
-        case let .failure(error): return pauseAll(items, reason: error.reason)
-        }
-        let tokens = try await StoredTokens.load(items.compactMap(\.accountID), pool: pool)
-        let keyring = self.keyring
-        return items.map { item in
-            let stored = item.accountID.flatMap { tokens[$0] }
-            return { await Self.validate(item: item, stored: stored, client: client, keyring: keyring) }
-        }
+        try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.validate)
     }
 
     static func validate(item: ClaimedItem, stored: StoredTokens.Token?, client: AppleIDClient, keyring: TokenKeyring) async -> ItemOutcome {
