@@ -40,7 +40,7 @@ let package = Package(
         ),
 
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"], swiftSettings: strict),
-        .testTarget(name: "QueueTests", dependencies: ["Queue"], swiftSettings: strict),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "Postgres"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "AppleIDTests", dependencies: ["AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "AppleID", "SIWACrypto"], swiftSettings: strict),

@@ -65,7 +65,9 @@ public actor MigrationTokenProvider {
             inflight = nil
             if case .success(let response) = result {
                 mints += 1
-                let life = Double(response.expiresIn)
+                // A missing or tiny expires_in would mean one mint per item: trust at least 60 s
+                // (an expired token answers invalid_grant, which re-mints once anyway).
+                let life = max(Double(response.expiresIn), 60)
                 let margin = min(refreshMarginSeconds, life / 2)
                 current = MigrationToken(value: response.accessToken, generation: mints,
                                          refreshAfter: clock().addingTimeInterval(life - margin))

@@ -1,3 +1,4 @@
+import Postgres
 import Synchronization
 
 /// Buffers completions and writes them in batches (by size or age), lease-guarded, on its own
@@ -94,29 +95,65 @@ final class Flusher: Sendable {
     }
 
     private func write(_ batch: [Completion]) async {
-        let byKind = Dictionary(grouping: batch, by: \.kind)
-        for (kind, completions) in byKind {
-            var delay = 0.05
-            var waited = 0.0
-            while true {
-                do {
-                    _ = try await store.complete(completions, owner: owner, effectSQL: effects[kind] ?? nil)
-                    break
-                } catch {
-                    if waited >= giveUpSeconds {
-                        let message = "\(error)"
-                        failure.withLock { $0 = message }
-                        logger.error("completions dropped; their leases will expire and be rescued",
-                                     ["items": "\(completions.count)", "error": message])
-                        break
-                    }
-                    logger.warning("writing completions failed; retrying", ["error": "\(error)", "items": "\(completions.count)"])
-                    try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-                    waited += delay
-                    delay = min(delay * 2, 5)
-                }
-            }
+        for (kind, completions) in Dictionary(grouping: batch, by: \.kind) {
+            await write(completions, kind: kind)
             inFlight.remove(completions.map(\.item.id))
+        }
+    }
+
+    /// Writes completions of one kind. A lost connection or a serialization failure is retried
+    /// with backoff (the batch is dropped after `giveUpSeconds`; leases then expire and items are
+    /// rescued). Any other database error is a property of some item's data, which would fail the
+    /// same way on every retry: the batch is split down to the offending completions, and each of
+    /// those is recorded as failed without its effect.
+    private func write(_ completions: [Completion], kind: String) async {
+        var delay = 0.05
+        var waited = 0.0
+        while true {
+            do {
+                _ = try await store.complete(completions, owner: owner, effectSQL: effects[kind] ?? nil)
+                return
+            } catch let error as DatabaseError where !(error.isConnectionLoss || error.isTransactionRetryable) {
+                if completions.count > 1 {
+                    let middle = completions.count / 2
+                    await write(Array(completions[..<middle]), kind: kind)
+                    await write(Array(completions[middle...]), kind: kind)
+                } else if let only = completions.first {
+                    await recordRejected(only, error: error)
+                }
+                return
+            } catch {
+                if waited >= giveUpSeconds {
+                    let message = "\(error)"
+                    failure.withLock { $0 = message }
+                    logger.error("completions dropped; their leases will expire and be rescued",
+                                 ["items": "\(completions.count)", "error": message])
+                    return
+                }
+                logger.warning("writing completions failed; retrying", ["error": "\(error)", "items": "\(completions.count)"])
+                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                waited += delay
+                delay = min(delay * 2, 5)
+            }
+        }
+    }
+
+    /// The database refused one completion (e.g. its effect would break a unique key): record the
+    /// item as failed, with the SQLSTATE, and without the effect.
+    private func recordRejected(_ completion: Completion, error: DatabaseError) async {
+        logger.error("the database refused an item's completion; recording it as failed without its effect", [
+            "item.id": "\(completion.item.id)", "db.sqlstate": error.sqlState ?? "", "error": "\(error)"])
+        let failed = Completion(
+            item: completion.item, kind: completion.kind, state: .failed,
+            lastError: "completion refused by the database (SQLSTATE \(error.sqlState ?? "?"))",
+            result: ResultRecord(outcome: "failed", httpStatus: completion.result?.httpStatus, appleError: completion.result?.appleError,
+                                 detail: "{\"reason\":\"completion refused by the database\",\"sqlstate\":\"\(error.sqlState ?? "")\"}",
+                                 tokenFingerprint: completion.result?.tokenFingerprint),
+            audit: AuditRecord(action: "item.completion_refused"))
+        do {
+            _ = try await store.complete([failed], owner: owner, effectSQL: nil)
+        } catch {
+            logger.error("recording the refused completion failed; its lease will expire and be rescued", ["error": "\(error)"])
         }
     }
 }

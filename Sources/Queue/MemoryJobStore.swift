@@ -140,6 +140,14 @@ public final class MemoryJobStore: JobStore {
         }
     }
 
+    /// Sets a paused job running again (what `siwa-jobs job resume` does).
+    public func resumeJob(_ id: Int64) {
+        state.withLock { s in
+            guard let job = s.jobs[id], job.state == "paused" else { return }
+            s.jobs[id] = JobRecord(id: id, kind: job.kind, spec: job.spec, state: "running")
+        }
+    }
+
     public func pauseJob(id: Int64, reason: String) async throws -> Bool {
         state.withLock { s in
             guard let job = s.jobs[id], job.state == "running" else { return false }

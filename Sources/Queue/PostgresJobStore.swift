@@ -82,15 +82,23 @@ public struct PostgresJobStore: JobStore {
 
     public func completeFinishedJobs() async throws -> [Int64] {
         let rows = try await pool.withConnection { conn in
-            try await conn.query("""
+            // Items of a cancelled job that came back (a retry or a rescue after the cancel) are
+            // cancelled too, so the job's counts reach done.
+            try await conn.execute("""
+                UPDATE siwa.job_items SET state = 'cancelled', finished_at = now()
+                WHERE state = 'available' AND job_id = ANY(ARRAY(SELECT id FROM siwa.jobs WHERE state = 'cancelled'))
+                """)
+            return try await conn.query("""
                 UPDATE siwa.jobs j SET state = 'completed', finished_at = now()
                 WHERE j.state = 'running'
                   AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'available')
                   AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running')
-                RETURNING j.id
+                RETURNING j.id, j.state
                 """)
         }
-        return try rows.map { try $0.decode("id") }
+        // A trigger may hold a job back (e.g. a transfer whose canary never finished): only the
+        // rows that really became completed count.
+        return try rows.filter { try $0.decode("state", as: String.self) == "completed" }.map { try $0.decode("id") }
     }
 
     public func pausedJobs(kinds: [String]) async throws -> [Int64: String] {

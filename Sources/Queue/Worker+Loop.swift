@@ -144,6 +144,7 @@ extension Worker {
         var batch = ClaimBatch(requested: limit)
         if backoff > 0 { try? await Task.sleep(for: .milliseconds(Int(backoff * 1000))) }
         let claimed: [ClaimedItem]
+        let claimStarted = Date()
         do {
             claimed = try await store.claim(owner: configuration.workerID, kinds: kinds, limit: limit,
                                             leaseSeconds: configuration.leaseSeconds)
@@ -154,6 +155,7 @@ extension Worker {
         batch.claimed = claimed.count
         guard !claimed.isEmpty else { return batch }
         inFlight.insert(claimed.map(\.id))
+        forgetPausesResumedBefore(claimStarted, jobIDs: Set(claimed.map(\.jobID)))
         let jobs = await jobRecords(Set(claimed.map(\.jobID)))
         for (jobID, items) in Dictionary(grouping: claimed, by: \.jobID) {
             guard let job = jobs[jobID], let handler = handlers[job.kind] else {
@@ -164,6 +166,11 @@ extension Worker {
                 let operations = try await handler.prepare(items, of: job)
                 for (item, operation) in zip(items, operations) {
                     batch.ready.append(ReadyItem(item: item, kind: job.kind, operation: operation))
+                }
+                if operations.count < items.count {
+                    logger.error("a kind prepared fewer operations than items; releasing the rest", [
+                        "job.id": "\(jobID)", "items": "\(items.count)", "operations": "\(operations.count)"])
+                    batch.unprepared += items[operations.count...].map { ($0, job.kind, "not prepared") }
                 }
             } catch {
                 logger.error("preparing items failed; releasing them", ["job.id": "\(jobID)", "error": "\(error)"])

@@ -42,6 +42,7 @@ extension Worker {
     func rescue() async -> RescueReport {
         do {
             let report = try await store.rescueExpired(limit: 1000)
+            rescueDiscarded.add(report.discarded, ordering: .relaxed)
             if report.retried + report.discarded > 0 {
                 logger.warning("expired leases rescued", ["retried": "\(report.retried)", "discarded": "\(report.discarded)"])
             }

@@ -35,12 +35,17 @@ extension Worker {
             }
         case let .pauseJob(reason):
             release(item, kind: kind, reason: "job paused", report: &report, counted: false)
-            let first = pausedJobs.withLock { $0.insert(item.jobID).inserted }
+            let first = pausedJobs.withLock { paused -> Bool in
+                guard paused[item.jobID] == nil else { return false }
+                paused[item.jobID] = .distantFuture
+                return true
+            }
             if first {
                 report.pausedJobs[item.jobID] = reason
                 logger.error("configuration error: job paused", ["job.id": "\(item.jobID)", "reason": reason])
                 do {
                     _ = try await store.pauseJob(id: item.jobID, reason: reason)
+                    pausedJobs.withLock { $0[item.jobID] = Date() }
                 } catch {
                     logger.error("pausing the job failed", ["job.id": "\(item.jobID)", "error": "\(error)"])
                 }

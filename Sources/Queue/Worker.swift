@@ -14,8 +14,11 @@ public final class Worker: Sendable {
     let inFlight = InFlightSet()
     let flusher: Flusher
     let stopSignal = StopSignal()
-    let pausedJobs = Mutex<Set<Int64>>([])
+    /// Jobs this worker paused, with when the pause was committed (`distantFuture` until then).
+    let pausedJobs = Mutex<[Int64: Date]>([:])
     let jobCache = Mutex<[Int64: JobRecord]>([:])
+    /// Items this worker's rescues discarded (their last attempt was lost with a worker).
+    let rescueDiscarded = Atomic<Int>(0)
     /// Transient failures in a row with no success in between, and when claiming may resume.
     let upstream = Mutex<(consecutiveTransient: Int, coolDownUntil: Date?)>((0, nil))
     let random: @Sendable () -> Double
@@ -65,6 +68,7 @@ public final class Worker: Sendable {
         await flushing
         maintenance.cancel()
         await maintenance.value
+        report.discarded += rescueDiscarded.load(ordering: .relaxed)
         if let failure = flusher.lastFailure, report.databaseFailure == nil {
             report.databaseFailure = failure
         }
@@ -79,7 +83,15 @@ public final class Worker: Sendable {
 
     var isStopping: Bool { stopSignal.isFired }
 
-    func isPaused(_ jobID: Int64) -> Bool { pausedJobs.withLock { $0.contains(jobID) } }
+    func isPaused(_ jobID: Int64) -> Bool { pausedJobs.withLock { $0[jobID] != nil } }
+
+    /// Claims only return items of running jobs: a job this worker paused before the claim began
+    /// has been resumed (`job resume`), so it runs again here too.
+    func forgetPausesResumedBefore(_ claimStarted: Date, jobIDs: Set<Int64>) {
+        pausedJobs.withLock { paused in
+            for id in jobIDs where (paused[id] ?? .distantFuture) < claimStarted { paused[id] = nil }
+        }
+    }
 
     /// Poll delay in seconds, jittered ±50 % so workers do not poll in lockstep.
     func jitteredPoll() -> Double {

@@ -16,25 +16,13 @@ enum KeygenCommand {
                 say(key)
                 return 0
             }
-            if FileManager.default.fileExists(atPath: path) && !args.flag("force") {
-                throw UsageError(message: "keygen: '\(path)' exists; pass --force to overwrite")
-            }
-            guard FileManager.default.createFile(atPath: path, contents: Data((key + "\n").utf8),
-                                                 attributes: [.posixPermissions: 0o600]) else {
-                throw ConfigError(message: "keygen: cannot write '\(path)'")
-            }
+            try SecretFile.write(Array((key + "\n").utf8), to: path, overwrite: args.flag("force"))
             say("wrote \(path) (32-byte token encryption key, hex; use as SIWA_TOKEN_KEY_FILE)")
             return 0
         }
         guard let path = args.string("out") else { throw UsageError(message: "keygen: --out FILE or --token-key is required") }
-        if FileManager.default.fileExists(atPath: path) && !args.flag("force") {
-            throw UsageError(message: "keygen: '\(path)' exists; pass --force to overwrite")
-        }
         let key = try P256PrivateKey.generate()
-        guard FileManager.default.createFile(atPath: path, contents: Data(key.pkcs8PEM.utf8),
-                                             attributes: [.posixPermissions: 0o600]) else {
-            throw ConfigError(message: "keygen: cannot write '\(path)'")
-        }
+        try SecretFile.write(Array(key.pkcs8PEM.utf8), to: path, overwrite: args.flag("force"))
         say("wrote \(path) (P-256, PKCS#8); public key:")
         say(key.publicKey.spkiPEM)
         return 0
@@ -60,5 +48,32 @@ enum ClientSecretCommand {
 enum SandboxCommand {
     static func run(_ words: [String]) async -> Int32 {
         await SandboxMain.run(arguments: words)
+    }
+}
+
+/// Writes key material readable by its owner only from the first byte: a new file is created
+/// with O_EXCL and mode 0600; with `overwrite`, a 0600 temporary file beside it is renamed over it.
+enum SecretFile {
+    static func write(_ bytes: [UInt8], to path: String, overwrite: Bool) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard !isDirectory.boolValue else { throw UsageError(message: "keygen: '\(path)' is a directory") }
+            guard overwrite else { throw UsageError(message: "keygen: '\(path)' exists; pass --force to overwrite") }
+        }
+        let target = overwrite ? path + ".tmp-\(getpid())" : path
+        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            throw ConfigError(message: "keygen: cannot create '\(target)': \(String(cString: strerror(errno)))")
+        }
+        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        let closed = close(fd)
+        guard written == bytes.count, closed == 0 else {
+            unlink(target)
+            throw ConfigError(message: "keygen: cannot write '\(target)'")
+        }
+        if overwrite, rename(target, path) != 0 {
+            unlink(target)
+            throw ConfigError(message: "keygen: cannot replace '\(path)': \(String(cString: strerror(errno)))")
+        }
     }
 }

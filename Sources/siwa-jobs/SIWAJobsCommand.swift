@@ -37,6 +37,9 @@ struct SIWAJobsCommand {
         """
 
     static func main() async {
+        // A closed stdout/stderr pipe (log collector gone) must not kill a worker mid-run: writes
+        // fail instead, and the worker still stops gracefully and releases its leases.
+        signal(SIGPIPE, SIG_IGN)
         let code = await run(Array(CommandLine.arguments.dropFirst()))
         exit(code)
     }

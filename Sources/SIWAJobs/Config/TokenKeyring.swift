@@ -19,6 +19,9 @@ public struct TokenKeyring: Sendable {
         (try current.seal(token, aad: Array(accountAAD.utf8)), current.keyID)
     }
 
+    /// True when a key with this id is configured (current or previous).
+    public func knows(keyID: String) -> Bool { byID[keyID] != nil }
+
     /// Opens a ciphertext sealed under `keyID`. Throws `TokenKeyError` for an unknown key id,
     /// `CryptoError` when the ciphertext was tampered with or the key is wrong.
     public func open(_ ciphertext: [UInt8], keyID: String, accountAAD: String) throws -> String {

@@ -83,8 +83,30 @@ extension StoredTokens {
         case let .failure(error): return pauseAll(items, reason: error.reason)
         }
         let tokens = try await load(items.compactMap(\.accountID), pool: pool)
+        // A token key that is missing or wrong fails every token alike: that pauses the job. One
+        // token that does not decrypt among others that do is that account's problem (corrupt
+        // or tampered): only its item fails.
+        var unreadable: [Int64: JobConfigurationError] = [:]
+        var present = 0
+        for (accountID, token) in tokens where token.ciphertext != nil {
+            present += 1
+            if case let .failure(error) = open(token, accountID: accountID, keyring: keyring) {
+                if let keyID = token.keyID, !keyring.knows(keyID: keyID) { return pauseAll(items, reason: error.reason) }
+                unreadable[accountID] = error
+            }
+        }
+        if present >= 2 && unreadable.count == present, let first = unreadable.values.first {
+            return pauseAll(items, reason: first.reason)
+        }
         return items.map { item in
             let stored = item.accountID.flatMap { tokens[$0] }
+            if let accountID = item.accountID, unreadable[accountID] != nil {
+                return {
+                    .failed(ResultRecord(outcome: "failed", detail: jsonObject([
+                        "reason": "the stored refresh token does not decrypt (corrupt or tampered); other accounts' tokens do"]),
+                        tokenFingerprint: stored?.fingerprint), audit: nil, effect: nil)
+                }
+            }
             return { await operation(item, stored, client, keyring) }
         }
     }

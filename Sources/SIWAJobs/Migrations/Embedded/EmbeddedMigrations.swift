@@ -10,5 +10,6 @@ extension Migration {
         m0005_notifications,
         m0006_notification_fixes,
         m0007_transfer_lookup_order,
+        m0008_transfer_completion_hold,
     ]
 }
