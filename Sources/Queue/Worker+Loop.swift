@@ -94,6 +94,7 @@ extension Worker {
                     await flusher.waitUntilIdle()
                     if let finished = try? await store.completeFinishedJobs(), !finished.isEmpty {
                         logger.info("jobs completed", ["job.ids": finished.map(String.init).joined(separator: ",")])
+                        jobCache.withLock { cache in finished.forEach { cache[$0] = nil } }
                     }
                     if configuration.drain {
                         let decision = await drainDecision(kinds: kinds, report: &report)

@@ -15,7 +15,8 @@ public struct TransferExportFile: Sendable {
 /// line per account of the export job's team and client with a `transfer_sub` for its target (from
 /// this and earlier export runs). Per Apple's guidance (TN3159) it holds neither the team-scoped
 /// `sub` nor any email. LF line endings, RFC 4180 quoting, UTF-8 without byte-order mark. Read in
-/// pages of 20,000 accounts; written to `FILE.partial` and renamed, so a reader never sees half a file.
+/// pages of 20,000 accounts; written to a private `FILE.partial-<pid>-<random>` and then published (link, or rename with
+/// `--force`), so a reader never sees half a file.
 public struct TransferCSVExporter: Sendable {
     let pool: PostgresPool
     static let pageSize = 20_000
@@ -51,11 +52,14 @@ public struct TransferCSVExporter: Sendable {
             throw EnqueueError(message: "\(missing) accounts of \(team)/\(client) have no transfer outcome for \(target) yet: "
                 + "let the export job finish (siwa-jobs transfer status --job \(jobID)), or pass --allow-incomplete")
         }
-        let partial = path + ".partial"
-        guard FileManager.default.createFile(atPath: partial, contents: nil),
-              let handle = FileHandle(forWritingAtPath: partial) else {
-            throw EnqueueError(message: "cannot create '\(partial)'")
+        // A temporary file of this run only (O_EXCL, mode 0600), so two exports to one --out can
+        // never rename each other's half-written file into place.
+        let partial = path + ".partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            throw EnqueueError(message: "cannot create '\(partial)': \(String(cString: strerror(errno)))")
         }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var rows = 0
         do {
             try handle.write(contentsOf: Data("external_user_id,transfer_sub\n".utf8))
@@ -78,10 +82,18 @@ public struct TransferCSVExporter: Sendable {
                 rows += page.count
             }
             try handle.close()
-            // rename(2) replaces a regular file atomically and refuses a directory: nothing is
-            // ever deleted recursively.
-            guard rename(partial, path) == 0 else {
-                throw EnqueueError(message: "cannot move '\(partial)' to '\(path)': \(String(cString: strerror(errno)))")
+            // Without overwrite, link(2) publishes the file only if `path` still does not exist;
+            // with it, rename(2) replaces a regular file atomically and refuses a directory.
+            // Nothing is ever deleted recursively.
+            if overwrite {
+                guard rename(partial, path) == 0 else {
+                    throw EnqueueError(message: "cannot move '\(partial)' to '\(path)': \(String(cString: strerror(errno)))")
+                }
+            } else {
+                guard link(partial, path) == 0 else {
+                    throw EnqueueError(message: "cannot create '\(path)': \(String(cString: strerror(errno))) (pass --force to replace a file)")
+                }
+                unlink(partial)
             }
         } catch {
             try? handle.close()
@@ -100,10 +112,6 @@ public struct TransferCSVExporter: Sendable {
         }
         if exists && !overwrite {
             throw EnqueueError(message: "--out '\(path)' exists: pass --force to replace it")
-        }
-        var partialIsDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path + ".partial", isDirectory: &partialIsDirectory), partialIsDirectory.boolValue {
-            throw EnqueueError(message: "'\(path).partial' is a directory: remove it or choose another --out")
         }
     }
 
