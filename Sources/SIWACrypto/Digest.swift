@@ -43,10 +43,11 @@ public enum SecureRandom {
 }
 
 /// Lower-case hexadecimal encoding and decoding.
-enum Hex {
+public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    /// Two lower-case hex digits per byte.
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
         for b in bytes {
@@ -56,7 +57,8 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ s: String) -> [UInt8]? {
+    /// Bytes from hex text (either case); `nil` for an odd length or a non-hex character.
+    public static func decode(_ s: String) -> [UInt8]? {
         let chars = Array(s.utf8)
         guard chars.count % 2 == 0 else { return nil }
         var out = [UInt8]()

@@ -63,15 +63,7 @@ enum MigrationDerivation {
         Digest.sha256(Array((purpose + "\u{1F}" + user + "\u{1F}" + team).utf8))
     }
 
-    private static func hex(_ bytes: ArraySlice<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    private static func hex(_ bytes: ArraySlice<UInt8>) -> String { Hex.encode(bytes) }
 
     private static func decimal(_ bytes: ArraySlice<UInt8>, width: Int) -> String {
         var n: UInt64 = 0

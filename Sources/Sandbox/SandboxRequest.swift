@@ -1,4 +1,5 @@
 import Foundation
+import SIWACrypto
 
 /// One fully received HTTP request, as the endpoint handlers see it.
 struct SandboxRequest {
@@ -23,19 +24,7 @@ struct SandboxRequest {
 
 /// Random token text in Apple's shapes (opaque to clients).
 enum TokenMint {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    static func hex(_ count: Int) -> String {
-        var rng = SystemRandomNumberGenerator()
-        var out = [UInt8]()
-        out.reserveCapacity(count * 2)
-        for _ in 0..<count {
-            let b = UInt8.random(in: 0...255, using: &rng)
-            out.append(hexDigits[Int(b >> 4)])
-            out.append(hexDigits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func hex(_ count: Int) -> String { Hex.encode(SecureRandom.bytes(count)) }
 
     /// Like Apple's `adg61...67Or9` access tokens: `a<32 hex>.0.sbx.<16 hex>`.
     static func accessToken() -> String { "a" + hex(16) + ".0.sbx." + hex(8) }

@@ -11,7 +11,7 @@ enum KeygenCommand {
         let args = try Arguments(words, valueFlags: ["out"], switchFlags: ["token-key", "force"])
         try args.noPositionals("keygen")
         if args.flag("token-key") {
-            let key = SecureRandom.bytes(32).map { String(format: "%02x", $0) }.joined()
+            let key = Hex.encode(SecureRandom.bytes(32))
             guard let path = args.string("out") else {
                 say(key)
                 return 0

@@ -54,7 +54,7 @@ public struct Seeder: Sendable {
             let external = "\(prefix)-\(String(index + 1).leftPadded(to: 6))"
             let fields = [
                 String(id), external, teamID, clientID, sub, email, isPrivate ? "t" : "f",
-                "\\x" + Self.hexString(sealed.ciphertext), sealed.keyID, Fingerprint.of(token),
+                "\\x" + Hex.encode(sealed.ciphertext), sealed.keyID, Fingerprint.of(token),
             ]
             chunk.append(contentsOf: Array((fields.map(Self.csvField).joined(separator: ",") + "\n").utf8))
             if chunk.count >= 1 << 20 {
@@ -84,18 +84,7 @@ public struct Seeder: Sendable {
         "r\(hex(16)).0.mrq\(Int.random(in: 0...9)).\(Base64URL.encode(SecureRandom.bytes(24)))"
     }
 
-    static func hex(_ bytes: Int) -> String { hexString(SecureRandom.bytes(bytes)) }
-
-    static func hexString(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func hex(_ bytes: Int) -> String { Hex.encode(SecureRandom.bytes(bytes)) }
 
     static func csvField(_ s: String) -> String {
         guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
