@@ -18,20 +18,22 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // The one source of time (now and sleep), injected everywhere that reads the clock or waits.
+        .target(name: "Clocks", swiftSettings: strict),
         // libpq wrapper: connections, bind-parameter SQL, rows, transactions, LISTEN/NOTIFY, COPY.
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
         // OpenSSL wrappers: ES256, RS256, AES-256-GCM, SHA-256, base64url, PEM loading.
         .target(name: "SIWACrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         // Everything Apple: client secret, HTTP transport (libcurl), REST client, error classes.
-        .target(name: "AppleID", dependencies: ["SIWACrypto", "CCurl"], swiftSettings: strict),
+        .target(name: "AppleID", dependencies: ["Clocks", "SIWACrypto", "CCurl"], swiftSettings: strict),
         // Generic durable queue on PostgreSQL and the worker supervisor. Knows nothing about Apple.
-        .target(name: "Queue", dependencies: ["Postgres"], swiftSettings: strict),
+        .target(name: "Queue", dependencies: ["Clocks", "Postgres"], swiftSettings: strict),
         // The job kinds, schema migrations, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
+        .target(name: "SIWAJobs", dependencies: ["Clocks", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
         // A small async HTTP server on libmicrohttpd (the notification receiver).
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // A faithful local stand-in for appleid.apple.com on libmicrohttpd.
-        .target(name: "Sandbox", dependencies: ["SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "Sandbox", dependencies: ["Clocks", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
@@ -39,14 +41,18 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres"], swiftSettings: strict),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "Postgres"], swiftSettings: strict),
-        .testTarget(name: "SIWACryptoTests", dependencies: ["SIWACrypto"], swiftSettings: strict),
-        .testTarget(name: "AppleIDTests", dependencies: ["AppleID", "SIWACrypto"], swiftSettings: strict),
-        .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "AppleID", "SIWACrypto"], swiftSettings: strict),
+        // Test doubles (manual clock, scripted transport, in-memory job store, log sink): linked by
+        // test targets only, never by the executable.
+        .target(name: "TestSupport", dependencies: ["Clocks"], swiftSettings: strict),
+
+        .testTarget(name: "PostgresTests", dependencies: ["TestSupport", "Postgres"], swiftSettings: strict),
+        .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres"], swiftSettings: strict),
+        .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),
+        .testTarget(name: "AppleIDTests", dependencies: ["TestSupport", "AppleID", "SIWACrypto"], swiftSettings: strict),
+        .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
+            dependencies: ["TestSupport", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
             swiftSettings: strict
         ),
     ]
