@@ -20,6 +20,8 @@ let package = Package(
 
         // The one source of time (now and sleep), injected everywhere that reads the clock or waits.
         .target(name: "Clocks", swiftSettings: strict),
+        // Service lifecycle: the Service protocol, a ServiceGroup and the one signal source.
+        .target(name: "Lifecycle", dependencies: ["Clocks"], swiftSettings: strict),
         // libpq wrapper: connections, bind-parameter SQL, rows, transactions, LISTEN/NOTIFY, COPY.
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
         // OpenSSL wrappers: ES256, RS256, AES-256-GCM, SHA-256, base64url, PEM loading.
