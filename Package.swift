@@ -20,22 +20,24 @@ let package = Package(
 
         // The one source of time (now and sleep), injected everywhere that reads the clock or waits.
         .target(name: "Clocks", swiftSettings: strict),
+        // The shared error vocabulary (ConfigurationError), below every library.
+        .target(name: "SIWACore", swiftSettings: strict),
         // Service lifecycle: the Service protocol, a ServiceGroup and the one signal source.
         .target(name: "Lifecycle", dependencies: ["Clocks"], swiftSettings: strict),
         // libpq wrapper: connections, bind-parameter SQL, rows, transactions, LISTEN/NOTIFY, COPY.
-        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["SIWACore", "CLibPQ"], swiftSettings: strict),
         // OpenSSL wrappers: ES256, RS256, AES-256-GCM, SHA-256, base64url, PEM loading.
         .target(name: "SIWACrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         // Everything Apple: client secret, HTTP transport (libcurl), REST client, error classes.
-        .target(name: "AppleID", dependencies: ["Clocks", "SIWACrypto", "CCurl"], swiftSettings: strict),
+        .target(name: "AppleID", dependencies: ["SIWACore", "Clocks", "SIWACrypto", "CCurl"], swiftSettings: strict),
         // Generic durable queue on PostgreSQL and the worker supervisor. Knows nothing about Apple.
-        .target(name: "Queue", dependencies: ["Clocks", "Postgres"], swiftSettings: strict),
+        .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Postgres"], swiftSettings: strict),
         // The job kinds, schema migrations, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["Clocks", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
+        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
         // A small async HTTP server on libmicrohttpd (the notification receiver).
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // A faithful local stand-in for appleid.apple.com on libmicrohttpd.
-        .target(name: "Sandbox", dependencies: ["Clocks", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
