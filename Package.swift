@@ -31,17 +31,17 @@ let package = Package(
         // Everything Apple: client secret, HTTP transport (libcurl), REST client, error classes.
         .target(name: "AppleID", dependencies: ["SIWACore", "Clocks", "SIWACrypto", "CCurl"], swiftSettings: strict),
         // Generic durable queue on PostgreSQL and the worker supervisor. Knows nothing about Apple.
-        .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Postgres"], swiftSettings: strict),
+        .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Postgres"], swiftSettings: strict),
         // The job kinds, schema migrations, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
+        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
         // A small async HTTP server on libmicrohttpd (the notification receiver).
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["Clocks", "Lifecycle", "CMicroHTTPD"], swiftSettings: strict),
         // A faithful local stand-in for appleid.apple.com on libmicrohttpd.
-        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "Lifecycle", "HTTPServer", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
-            dependencies: ["SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox"],
+            dependencies: ["SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
             swiftSettings: strict
         ),
 
