@@ -20,6 +20,8 @@ let package = Package(
 
         // The one source of time (now and sleep), injected everywhere that reads the clock or waits.
         .target(name: "Clocks", swiftSettings: strict),
+        // A small declarative command layer: commands, options, arguments, help and usage errors.
+        .target(name: "Commands", swiftSettings: strict),
         // The shared error vocabulary (ConfigurationError), below every library.
         .target(name: "SIWACore", swiftSettings: strict),
         // Service lifecycle: the Service protocol, a ServiceGroup and the one signal source.
@@ -41,7 +43,7 @@ let package = Package(
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
-            dependencies: ["SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
+            dependencies: ["Commands", "SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
             swiftSettings: strict
         ),
 
@@ -49,6 +51,8 @@ let package = Package(
         // test targets only, never by the executable.
         .target(name: "TestSupport", dependencies: ["Clocks"], swiftSettings: strict),
 
+        .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["TestSupport", "Postgres"], swiftSettings: strict),
         .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),

@@ -1,0 +1,81 @@
+extension CommandParser {
+    /// Parses the words of the command at the end of `path` (options and positionals).
+    func parseLeaf(_ words: [String], path: [CommandSpec]) throws(UsageError) -> ParsedArguments {
+        let names = path.dropFirst().map(\.name)
+        let command = path.last ?? root
+        let where_ = names.isEmpty ? command.name : names.joined(separator: " ")
+        func fail(_ message: String) -> UsageError { UsageError(message, commandPath: names) }
+
+        var values: [String: [any Sendable]] = [:]
+        var positionals: [String] = []
+        var index = 0
+        var optionsEnded = false
+        while index < words.count {
+            let word = words[index]
+            index += 1
+            if optionsEnded || !word.hasPrefix("--") {
+                positionals.append(word)
+                continue
+            }
+            if word == "--" {
+                optionsEnded = true
+                continue
+            }
+            var name = String(word.dropFirst(2))
+            var inline: String?
+            if let equals = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = command.option(named: name) else {
+                let known = command.options.map { "--" + $0.name }.sorted().joined(separator: ", ")
+                throw fail("unknown option --\(name)" + (known.isEmpty ? "" : " (known: \(known))"))
+            }
+            guard let convert = option.convert else {
+                guard inline == nil else { throw fail("--\(name) takes no value") }
+                values[name, default: []].append(true)
+                continue
+            }
+            let text: String
+            if let inline {
+                text = inline
+            } else {
+                guard index < words.count, !words[index].hasPrefix("--") else { throw fail("--\(name) needs a value") }
+                text = words[index]
+                index += 1
+            }
+            do {
+                values[name, default: []].append(try convert(text))
+            } catch {
+                throw fail(Self.message(for: error, label: "--\(name)", text: text))
+            }
+        }
+
+        var arguments: [String: any Sendable] = [:]
+        for (position, spec) in command.arguments.enumerated() {
+            guard position < positionals.count else {
+                if spec.isRequired { throw fail("\(where_): \(spec.name) is required") }
+                continue
+            }
+            do {
+                arguments[spec.name] = try spec.convert(positionals[position])
+            } catch {
+                throw fail("\(where_): " + Self.message(for: error, label: spec.name, text: positionals[position]))
+            }
+        }
+        if positionals.count > command.arguments.count {
+            throw fail("\(where_): unexpected argument '\(positionals[command.arguments.count])'")
+        }
+        if let missing = command.options.first(where: { $0.isRequired && values[$0.name] == nil }) {
+            throw fail("\(where_): \(missing.label) is required")
+        }
+        return ParsedArguments(path: names, command: command, values: values, arguments: arguments)
+    }
+
+    static func message(for error: ValueError, label: String, text: String) -> String {
+        switch error.kind {
+        case .empty: "\(label): empty value"
+        case .invalid: "\(label): expected \(error.expected), got '\(text)'"
+        }
+    }
+}
