@@ -76,7 +76,8 @@ public final class Worker: Sendable {
             "worker.id": configuration.workerID, "succeeded": "\(report.succeeded)", "failed": "\(report.failed)",
             "discarded": "\(report.discarded)",
             "retried": "\(report.retried)", "released": "\(report.released)",
-            "paused_jobs": "\(report.pausedJobs.count)", "exit_code": "\(report.exitCode)",
+            "paused_jobs": "\(report.pausedJobs.count)", "left_pending": "\(report.leftPending)",
+            "database_failure": "\(report.databaseFailure != nil)", "upstream_failure": "\(report.upstreamFailure != nil)",
         ])
         return report
     }

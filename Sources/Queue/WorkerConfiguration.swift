@@ -55,7 +55,7 @@ public struct WorkerConfiguration: Sendable {
     }
 }
 
-/// What a worker run did; maps onto the `work --drain` exit code.
+/// What a worker run did. The CLI decides the process exit status from these facts.
 public struct WorkerReport: Sendable, Equatable {
     public var succeeded = 0
     /// Permanent per-item failures.
@@ -74,15 +74,4 @@ public struct WorkerReport: Sendable, Equatable {
     public var upstreamFailure: String?
 
     public init() {}
-
-    /// 0 all succeeded; 1 some items failed permanently or were discarded; 75 temporary failure
-    /// (database or Apple unavailable, work left pending); 78 configuration error (a job is paused).
-    /// Follows sysexits(3).
-    public var exitCode: Int32 {
-        if !pausedJobs.isEmpty { return 78 }
-        if databaseFailure != nil || upstreamFailure != nil { return 75 }
-        if failed > 0 || discarded > 0 { return 1 }
-        if leftPending > 0 { return 75 }
-        return 0
-    }
 }

@@ -33,7 +33,7 @@ func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfigurat
             return .succeeded(ResultRecord(outcome: "ok"), audit: AuditRecord(action: "a"), effect: nil)
         }
         let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).run()
-        #expect(report.exitCode == 0)
+        #expect(report.nothingWentWrong)
         #expect(report.succeeded == 500)
         #expect(store.results.count == 500)
         #expect(store.auditCount == 500)
@@ -52,7 +52,8 @@ func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfigurat
         let worker = Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger(), random: { 0 })
         let report = await worker.run()
         #expect(report.retried == 3)
-        #expect(report.exitCode == 75)   // retries left beyond the drain horizon
+        // Retries left beyond the drain horizon (a temporary failure), nothing else.
+        #expect(report.noPauseOrOutage && report.failed == 0 && report.discarded == 0 && report.leftPending > 0)
         for item in store.items {
             #expect(item.state == .available)
             #expect(item.runAt.timeIntervalSince(before) >= 7)
@@ -67,7 +68,7 @@ func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfigurat
             .retry(error: "503", retryAfterSeconds: nil, result: ResultRecord(outcome: "discarded", httpStatus: 503))
         }
         let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).run()
-        #expect(report.exitCode == 1)
+        #expect(report.noPauseOrOutage && report.discarded == 4)
         #expect(store.items.allSatisfy { $0.state == .discarded })
         #expect(store.results.values.allSatisfy { $0.outcome == "discarded" && $0.httpStatus == 503 })
         #expect(store.results.count == 4)
@@ -83,7 +84,7 @@ func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfigurat
         }
         let report = await Worker(store: store, handlers: [handler], configuration: configuration(concurrency: 4),
                                   logger: quietLogger()).run()
-        #expect(report.exitCode == 78)
+        #expect(report.pausedJobs.count == 1)
         #expect(report.pausedJobs[jobID] == "invalid_client: check the key")
         #expect(store.job(jobID)?.state == "paused")
         #expect(calls.load(ordering: .relaxed) <= 4 + 50)   // at most what was in flight or claimed, never all 400
@@ -106,7 +107,7 @@ func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfigurat
         while started.load(ordering: .relaxed) == 0 { try? await Task.sleep(for: .milliseconds(5)) }
         worker.requestStop()
         let result = await report
-        #expect(result.exitCode == 0)
+        #expect(result.nothingWentWrong)
         // Items claimed ahead but not started are released uncharged; started ones finish.
         #expect(store.items.filter { $0.state == .running }.isEmpty)
         let done = store.items.filter { $0.state == .succeeded }.count

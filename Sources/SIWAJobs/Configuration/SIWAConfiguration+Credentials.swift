@@ -1,0 +1,106 @@
+import AppleID
+import Foundation
+import SIWACore
+import SIWACrypto
+
+/// Flag values a command offers instead of the single-team variables (`client-secret`, `seed`).
+/// An absent value falls back to its variable; errors then mention the flag too.
+public struct CredentialFlags: Sendable {
+    public var teamID: String?
+    public var keyID: String?
+    public var clientID: String?
+    public var keyFile: String?
+
+    public init(teamID: String? = nil, keyID: String? = nil, clientID: String? = nil, keyFile: String? = nil) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.clientID = clientID
+        self.keyFile = keyFile
+    }
+}
+
+extension SIWAConfiguration {
+    /// The `.p8` key from `keyFile` (a `--key-file` flag), `SIWA_KEY_FILE` or `SIWA_PRIVATE_KEY`.
+    /// - Throws: `ConfigurationError` when both variables are set, neither is, the file cannot be
+    ///   read, or the text is not a P-256 key.
+    public func privateKey(keyFile: String? = nil) throws(ConfigurationError) -> P256PrivateKey {
+        let inlineKey = rawValue("SIWA_PRIVATE_KEY").flatMap { $0.isEmpty ? nil : $0 }   // PEM text as given
+        if keyFile == nil, value("SIWA_KEY_FILE") != nil, inlineKey != nil {
+            throw ConfigurationError("both SIWA_KEY_FILE and SIWA_PRIVATE_KEY are set: set only one")
+        }
+        let pem: String
+        let source: String
+        if let path = keyFile ?? value("SIWA_KEY_FILE") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("key file '\(path)' cannot be read (SIWA_KEY_FILE / --key-file)")
+            }
+            pem = String(decoding: data, as: UTF8.self)
+            source = "key file '\(path)'"
+        } else if let inline = inlineKey {
+            pem = inline
+            source = "SIWA_PRIVATE_KEY"
+        } else {
+            throw ConfigurationError("no .p8 key: set SIWA_KEY_FILE (a path) or SIWA_PRIVATE_KEY (the PEM)")
+        }
+        do {
+            return try P256PrivateKey(pem: pem)
+        } catch {
+            throw ConfigurationError("\(source) is not a usable Sign in with Apple key: \(error)")
+        }
+    }
+
+    /// The single team's credentials: `SIWA_TEAM_ID`, `SIWA_KEY_ID`, `SIWA_CLIENT_ID` and the key,
+    /// each overridden by its flag when `flags` is given.
+    /// - Throws: `ConfigurationError` naming the missing or malformed variable (and flag).
+    public func credentials(flags: CredentialFlags? = nil) throws(ConfigurationError) -> AppleCredentials {
+        let team = try require("SIWA_TEAM_ID", override: flags?.teamID, flag: flags.map { _ in "team-id" })
+        let kid = try require("SIWA_KEY_ID", override: flags?.keyID, flag: flags.map { _ in "key-id" })
+        let client = try require("SIWA_CLIENT_ID", override: flags?.clientID, flag: flags.map { _ in "client-id" })
+        let key = try privateKey(keyFile: flags?.keyFile)
+        do {
+            return try AppleCredentials(teamID: team, keyID: kid, clientID: client, privateKey: key)
+        } catch {
+            let names = ["teamID": "SIWA_TEAM_ID / --team-id", "keyID": "SIWA_KEY_ID / --key-id", "clientID": "SIWA_CLIENT_ID / --client-id"]
+            throw ConfigurationError(error.message, setting: names[error.field] ?? error.field)
+        }
+    }
+
+    /// Refresh-token encryption keys: `SIWA_TOKEN_KEY_FILE` or `SIWA_TOKEN_KEY` under
+    /// `SIWA_TOKEN_KEY_ID` (default `k1`), plus `SIWA_TOKEN_KEYS_PREVIOUS` (`id:key,id:key`).
+    /// - Throws: `ConfigurationError` naming the variable: no key, unreadable file, a key that is
+    ///   not 32 bytes as hex or base64, a malformed or repeated previous key.
+    public func keyring() throws(ConfigurationError) -> TokenKeyring {
+        let keyID = value("SIWA_TOKEN_KEY_ID") ?? "k1"
+        let encoded: String
+        if let path = value("SIWA_TOKEN_KEY_FILE") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("SIWA_TOKEN_KEY_FILE '\(path)' cannot be read")
+            }
+            encoded = String(decoding: data, as: UTF8.self)
+        } else if let inline = value("SIWA_TOKEN_KEY") {
+            encoded = inline
+        } else {
+            throw ConfigurationError("no token encryption key: set SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY "
+                + "(32 bytes as 64 hex chars or base64; `siwa-jobs keygen --token-key` makes one)")
+        }
+        let current: TokenCipher
+        do { current = try TokenCipher(keyID: keyID, encodedKey: encoded) } catch {
+            throw ConfigurationError("\(error)", setting: "SIWA_TOKEN_KEY")
+        }
+        var previous: [TokenCipher] = []
+        for entry in (value("SIWA_TOKEN_KEYS_PREVIOUS") ?? "").split(separator: ",") {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else {
+                throw ConfigurationError("expected id:key pairs separated by commas", setting: "SIWA_TOKEN_KEYS_PREVIOUS")
+            }
+            guard parts[0] != keyID, !previous.contains(where: { $0.keyID == parts[0] }) else {
+                throw ConfigurationError("key id '\(parts[0])' is listed twice (or equals SIWA_TOKEN_KEY_ID)",
+                                         setting: "SIWA_TOKEN_KEYS_PREVIOUS")
+            }
+            do { previous.append(try TokenCipher(keyID: parts[0], encodedKey: parts[1])) } catch {
+                throw ConfigurationError("\(error)", setting: "SIWA_TOKEN_KEYS_PREVIOUS key '\(parts[0])'")
+            }
+        }
+        return TokenKeyring(current: current, previous: previous)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Postgres
+
+extension Doctor {
+    /// Database reachability, clock skew (more than 30 s fails: client secrets carry iat/exp),
+    /// migrations, and one stored token opened with the configured keys.
+    func checkDatabase(_ report: inout DoctorReport) async throws {
+        let where_ = configuration.postgres.redactedDescription
+        do {
+            let connection = try await PostgresConnection.connect(configuration.postgres)
+            defer { connection.close() }
+            report.ok("database", where_)
+            let rows = try await connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now")
+            let dbNow: Double = try rows.first?.decode("now") ?? 0
+            let skew = clock.now.timeIntervalSince1970 - dbNow
+            if abs(skew) > 30 {
+                report.fail("clock", String(format: "local clock differs from the database by %.1f s; client secrets use iat/exp, fix NTP", skew))
+            } else {
+                report.ok("clock", String(format: "skew against the database %.3f s", skew))
+            }
+            let migrations = try await Migrator().status(on: connection)
+            if migrations.pending.isEmpty && migrations.changed.isEmpty {
+                report.ok("migrations", "all applied" + (migrations.unknown.isEmpty ? "" :
+                    " (the database also has \(migrations.unknown.joined(separator: ", ")), newer than this binary)"))
+            }
+            if !migrations.pending.isEmpty {
+                report.fail("migrations", "not applied: \(migrations.pending.joined(separator: ", ")) (run 'siwa-jobs migrate')")
+            }
+            if !migrations.changed.isEmpty {
+                report.fail("migrations", "applied with different text than this binary's: \(migrations.changed.joined(separator: ", "))")
+            }
+            if migrations.pending.isEmpty, let ring = try? configuration.keyring() {
+                try await checkStoredToken(connection, keyring: ring, &report)
+            }
+        } catch let error as DatabaseError {
+            report.databaseDown("\(where_): \(error)")
+        }
+    }
+
+    /// Opens the newest stored refresh token (if any) with the configured keys: a wrong token key
+    /// is caught here rather than by a failed night.
+    private func checkStoredToken(_ connection: PostgresConnection, keyring: TokenKeyring,
+                                  _ report: inout DoctorReport) async throws {
+        let rows = try await connection.query("""
+            SELECT id, refresh_token_ciphertext, refresh_token_key_id FROM siwa.accounts
+            WHERE refresh_token_ciphertext IS NOT NULL ORDER BY id DESC LIMIT 1
+            """)
+        guard let row = rows.first else {
+            report.ok("stored tokens", "none yet")
+            return
+        }
+        let id: Int64 = try row.decode("id")
+        let keyID: String = try row.decode("refresh_token_key_id")
+        do {
+            _ = try keyring.open(try row.decode("refresh_token_ciphertext"), keyID: keyID, accountAAD: String(id))
+            report.ok("stored tokens", "a sample (account \(id), key id \(keyID)) decrypts with the configured keys")
+        } catch {
+            report.fail("stored tokens", "account \(id) (key id \(keyID)) does not decrypt with the configured keys: \(error)")
+        }
+    }
+}
