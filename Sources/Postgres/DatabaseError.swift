@@ -50,6 +50,16 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     /// Serialization failure (40001) or deadlock (40P01): the whole transaction may be retried.
     public var isTransactionRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
 
+    /// The server refused our role or password (class 28: 28000, 28P01).
+    public var isInvalidCredentials: Bool { sqlState == "28000" || sqlState == "28P01" }
+
+    /// The database named in the connection settings does not exist (3D000).
+    public var isUnknownDatabase: Bool { sqlState == "3D000" }
+
+    /// A table (42P01) or schema (3F000) the statement names does not exist: typically, migrations
+    /// were not applied.
+    public var isUndefinedTable: Bool { sqlState == "42P01" || sqlState == "3F000" }
+
     public var description: String {
         let kindName: String
         switch kind {
