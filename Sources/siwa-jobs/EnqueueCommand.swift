@@ -1,85 +1,96 @@
-import Foundation
+import Commands
 import Postgres
 import SIWAJobs
 
-/// `siwa-jobs enqueue refresh-validation [--team-id T --client-id C]` and `enqueue noop --items N`.
-enum EnqueueCommand {
-    static func run(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: ["team-id", "client-id", "items", "max-attempts", "created-by"])
-        guard args.positionals.count == 1, let kind = args.positionals.first else {
-            throw UsageError(message: "enqueue: expected one kind: refresh-validation, revocation-sweep, notifications or noop")
+/// `siwa-jobs enqueue refresh-validation`: plan the nightly refresh-token validation.
+enum EnqueueRefreshValidation: Command {
+    static let maxAttempts = CommonOptions.maxAttempts(default: 5)
+    static let spec = CommandSpec(
+        "refresh-validation", abstract: "plan the nightly refresh-token validation (accounts due today)",
+        options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, CommonOptions.createdBy],
+        environment: Enqueue.environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]])
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let target = try Enqueue.target(arguments, context)
+        return try await Enqueue.run("refresh-validation", arguments, context) { enqueuer, who in
+            try await enqueuer.enqueueRefreshValidation(teamID: target.teamID, clientID: target.clientID, createdBy: who,
+                                                        maxAttempts: arguments[maxAttempts])
         }
-        let who = args.string("created-by") ?? ProcessInfo.processInfo.environment["USER"] ?? "cli"
-        let pool = PostgresPool(configuration: settings.postgres, size: 1)
-        let result = await Result(catching: { try await enqueue(kind, args: args, who: who, pool: pool, settings: settings) })
+    }
+}
+
+/// `siwa-jobs enqueue revocation-sweep`: revoke the tokens of deleted and consent-revoked accounts.
+enum EnqueueRevocationSweep: Command {
+    static let maxAttempts = CommonOptions.maxAttempts(default: 5)
+    static let spec = CommandSpec(
+        "revocation-sweep", abstract: "revoke tokens of deleted / consent-revoked accounts",
+        discussion: "Exits 1 while a sweep for the team and client is still active.",
+        options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, CommonOptions.createdBy],
+        environment: Enqueue.environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]])
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let target = try Enqueue.target(arguments, context)
+        return try await Enqueue.run("revocation-sweep", arguments, context) { enqueuer, who in
+            try await enqueuer.enqueueRevocationSweep(teamID: target.teamID, clientID: target.clientID, createdBy: who,
+                                                      maxAttempts: arguments[maxAttempts])
+        }
+    }
+}
+
+/// `siwa-jobs enqueue notifications`: the cron backup of `notifications serve`'s planner.
+enum EnqueueNotifications: Command {
+    static let maxAttempts = CommonOptions.maxAttempts(default: 10)
+    static let spec = CommandSpec(
+        "notifications", abstract: "plan processing of stored notifications not yet planned (cron backup)",
+        discussion: "Also picks up notifications stranded by a receiver that stopped before planning them.",
+        options: [maxAttempts, CommonOptions.createdBy], environment: Enqueue.environment)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        try await Enqueue.run("notifications", arguments, context,
+                              nothing: "nothing to enqueue: every stored notification is planned or processed") { enqueuer, who in
+            try await enqueuer.enqueueNotificationProcessing(createdBy: who, includeStranded: true,
+                                                             maxAttempts: arguments[maxAttempts])
+        }
+    }
+}
+
+/// `siwa-jobs enqueue noop --items N`: the queue benchmark's job.
+enum EnqueueNoop: Command {
+    static let items = Declare.option("items", "N", .integer(in: 1...10_000_000), help: "how many no-op items", required: true)
+    static let spec = CommandSpec(
+        "noop", abstract: "plan a no-op job (queue benchmark)",
+        options: [items, CommonOptions.createdBy], environment: Enqueue.environment)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let count = try arguments.required(items)
+        return try await Enqueue.run("noop", arguments, context) { enqueuer, who in
+            try await enqueuer.enqueueNoop(items: count, createdBy: who)
+        }
+    }
+}
+
+/// What the enqueue commands share: one connection, the creator, and the printed line.
+enum Enqueue {
+    static let environment = [EnvironmentDocs.database, EnvironmentDocs.user] + EnvironmentDocs.logging
+
+    /// Team and client from the flags or the environment, checked for shape.
+    static func target(_ arguments: ParsedArguments, _ context: CommandContext) throws -> (teamID: String, clientID: String) {
+        try context.configuration.jobTarget(teamID: arguments[CommonOptions.teamID], clientID: arguments[CommonOptions.clientID])
+    }
+
+    /// Runs `plan` and prints `enqueued job N (kind) with M items`, or `nothing` when there was
+    /// nothing to plan (nil from `plan`: exit 0).
+    static func run(_ kind: String, _ arguments: ParsedArguments, _ context: CommandContext, nothing: String = "nothing to enqueue",
+                    _ plan: @escaping @Sendable (Enqueuer, String) async throws -> EnqueuedJob?) async throws -> ExitCode {
+        let who = arguments[CommonOptions.createdBy] ?? context.configuration.operatorName
+        let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
+        let result = await Result(catching: { try await plan(Enqueuer(pool: pool), who) })
         await pool.close()
-        if case .failure(let nothing as NothingToEnqueue) = result {
-            say(nothing.message)
-            return 0
+        guard let job = try result.get() else {
+            say(nothing)
+            return .success
         }
-        guard let job = try result.get() else { return 1 }
         say("enqueued job \(job.jobID) (\(kind)) with \(job.items) items")
-        return 0
+        return .success
     }
-
-    private static func enqueue(_ kind: String, args: Arguments, who: String, pool: PostgresPool,
-                                settings: Settings) async throws -> EnqueuedJob? {
-        let enqueuer = Enqueuer(pool: pool)
-        let job: EnqueuedJob
-        do {
-            switch kind {
-            case "refresh-validation":
-                let (team, client) = try teamAndClient(args, settings: settings)
-                job = try await enqueuer.enqueueRefreshValidation(
-                    teamID: team, clientID: client, createdBy: who,
-                    maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5)
-            case "revocation-sweep":
-                let (team, client) = try teamAndClient(args, settings: settings)
-                job = try await enqueuer.enqueueRevocationSweep(
-                    teamID: team, clientID: client, createdBy: who,
-                    maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5)
-            case "notifications":
-                // Picks up notifications no serve process planned, and stranded ones (cron backup).
-                guard let planned = try await enqueuer.enqueueNotificationProcessing(
-                    createdBy: who, includeStranded: true, maxAttempts: try args.int("max-attempts", in: 1...100) ?? 10) else {
-                    throw NothingToEnqueue(message: "nothing to enqueue: every stored notification is planned or processed")
-                }
-                job = planned
-            case "noop":
-                guard let items = try args.int("items", in: 1...10_000_000) else {
-                    throw UsageError(message: "enqueue noop: --items N is required")
-                }
-                job = try await enqueuer.enqueueNoop(items: items, createdBy: who)
-            default:
-                throw UsageError(message: "enqueue: unknown kind '\(kind)' (refresh-validation, revocation-sweep, notifications or noop)")
-            }
-        } catch let error as EnqueueError {
-            SIWAJobsCommand.fail("\(error)")
-            return nil
-        }
-        return job
-    }
-
-    /// Team and client ID from flags or the environment, checked for shape.
-    private static func teamAndClient(_ args: Arguments, settings: Settings) throws -> (team: String, client: String) {
-        let team = try DoctorCommand.format(try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
-                                            "SIWA_TEAM_ID / --team-id", what: "team ID")
-        let client = try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args)
-        guard !client.contains(where: \.isWhitespace), client != team else {
-            throw ConfigError(message: "SIWA_CLIENT_ID / --client-id '\(client)' is not a client ID (App ID or Services ID)")
-        }
-        return (team, client)
-    }
-}
-
-extension Result where Failure == any Error {
-    /// Captures an async throwing body.
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
-    }
-}
-
-/// Planning found nothing to do: not an error (exit 0).
-struct NothingToEnqueue: Error {
-    let message: String
 }

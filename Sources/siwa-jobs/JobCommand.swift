@@ -1,53 +1,47 @@
+import Commands
 import Postgres
+import SIWAJobs
 
-/// `siwa-jobs job resume N` / `siwa-jobs job cancel N`.
-enum JobCommand {
-    static func run(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: [])
-        guard args.positionals.count == 2, let action = args.positionals.first,
-              let id = Int64(args.positionals[1]), id > 0 else {
-            throw UsageError(message: "job: expected 'job resume N' or 'job cancel N' with a job id")
+/// `siwa-jobs job resume N`: a paused job runs again.
+enum JobResumeCommand: Command {
+    static let spec = JobAction.spec(.resume, abstract: "resume a paused job (after fixing its configuration error)")
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        try await JobAction.run(.resume, arguments, context)
+    }
+}
+
+/// `siwa-jobs job cancel N`: a running or paused job stops; its unclaimed items are cancelled.
+enum JobCancelCommand: Command {
+    static let spec = JobAction.spec(.cancel, abstract: "cancel a running or paused job")
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        try await JobAction.run(.cancel, arguments, context)
+    }
+}
+
+/// What `job resume` and `job cancel` share.
+enum JobAction {
+    static let jobID = Declare.argument("N", .integer(in: 1...Int.max), help: "the job id")
+
+    static func spec(_ action: JobControl.Action, abstract: String) -> CommandSpec {
+        CommandSpec(action.rawValue, abstract: abstract, arguments: [jobID],
+                    environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+    }
+
+    static func run(_ action: JobControl.Action, _ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let id = Int64(try arguments.required(jobID))
+        let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
+        let outcome = await Result(catching: { try await JobControl(pool: pool).perform(action, jobID: id) })
+        await pool.close()
+        switch try outcome.get() {
+        case .done:
+            say("job \(id): \(action == .resume ? "resumed" : "cancelled")")
+            return .success
+        case .notFound:
+            throw CommandFailure("job \(id) not found")
+        case .notApplicable(let state):
+            throw CommandFailure("job \(id) is \(state), not \(action.requiredStates)")
         }
-        let connection = try await PostgresConnection.connect(settings.postgres)
-        defer { connection.close() }
-        let changed: Int
-        switch action {
-        case "resume":
-            changed = try await connection.execute("""
-                WITH j AS (UPDATE siwa.jobs SET state = 'running', paused_reason = NULL
-                           WHERE id = \(id) AND state = 'paused' RETURNING id, kind)
-                SELECT pg_notify('siwa_jobs', kind) FROM j
-                """)
-        case "cancel":
-            changed = try await connection.transaction { tx in
-                let n = try await tx.execute("""
-                    UPDATE siwa.jobs SET state = 'cancelled', finished_at = now()
-                    WHERE id = \(id) AND state IN ('running', 'paused')
-                    """)
-                if n > 0 {
-                    try await tx.execute("""
-                        UPDATE siwa.job_items SET state = 'cancelled', finished_at = now(), lease_owner = NULL
-                        WHERE job_id = \(id) AND state = 'available'
-                        """)
-                }
-                return n
-            }
-        default:
-            throw UsageError(message: "job: unknown action '\(action)' (resume or cancel)")
-        }
-        guard changed > 0 else {
-            let rows = try await connection.query("SELECT state FROM siwa.jobs WHERE id = \(id)")
-            guard let state: String = try rows.first?.decode("state") else {
-                SIWAJobsCommand.fail("job \(id) not found")
-                return 1
-            }
-            SIWAJobsCommand.fail("job \(id) is \(state), not \(action == "resume" ? "paused" : "running or paused")")
-            return 1
-        }
-        try await connection.execute("""
-            INSERT INTO siwa.audit_log (actor, action, job_id) VALUES (current_user, \("job." + action), \(id))
-            """)
-        say("job \(id): \(action == "resume" ? "resumed" : "cancelled")")
-        return 0
     }
 }

@@ -1,16 +1,21 @@
+import Commands
 import Postgres
 import SIWAJobs
 
 /// `siwa-jobs migrate`: applies the migrations embedded in the binary.
-enum MigrateCommand {
-    static func run(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: [])
-        try args.noPositionals("migrate")
-        let connection = try await PostgresConnection.connect(settings.postgres)
+enum MigrateCommand: Command {
+    static let spec = CommandSpec(
+        "migrate", abstract: "apply sql/ migrations (embedded in the binary); idempotent",
+        discussion: "Each migration runs in a transaction and is recorded with its checksum; an applied migration "
+            + "whose text changed is refused (exit 65).",
+        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let connection = try await PostgresConnection.connect(context.configuration.postgres)
         defer { connection.close() }
         let report = try await Migrator().migrate(on: connection)
         for name in report.applied { say("applied \(name)") }
         say("migrations: \(report.applied.count) applied, \(report.alreadyApplied.count) already applied")
-        return 0
+        return .success
     }
 }

@@ -1,72 +1,54 @@
 import AppleID
+import Commands
 import Foundation
 import SIWAJobs
 
-/// `siwa-jobs token verify TOKEN|--token-file F --jwks FILE|URL --client-id C [--client-id C2]
-/// [--at ISO8601] [--nonce N]`: verifies an identity token or a notification JWT (ops debugging;
-/// `TokenVerifyCommandCore`). Prints the normalised claims as JSON and exits 0, or prints
-/// `rejected: <reason>: <detail>` and exits 1. `--token-file -` reads stdin; prefer it to a
-/// positional token, which other users may see in the process list.
-enum TokenCommand {
-    static func run(_ words: [String]) async throws -> Int32 {
-        guard words.first == "verify" else { throw UsageError(message: "token: expected 'verify'") }
-        var rest = Array(words.dropFirst())
-        // --client-id may repeat; Arguments keeps one value per flag, so collect them first.
-        var clientIDs: [String] = []
-        var i = 0
-        while i < rest.count {
-            if rest[i] == "--client-id" {
-                guard i + 1 < rest.count, !rest[i + 1].hasPrefix("--") else {
-                    throw UsageError(message: "--client-id needs a value, e.g. --client-id com.example.app")
-                }
-                clientIDs.append(rest[i + 1])
-                rest.removeSubrange(i...(i + 1))
-            } else if rest[i].hasPrefix("--client-id=") {
-                clientIDs.append(String(rest[i].dropFirst("--client-id=".count)))
-                rest.remove(at: i)
-            } else {
-                i += 1
-            }
-        }
-        let args = try Arguments(rest, valueFlags: ["token-file", "jwks", "at", "nonce"])
-        guard !clientIDs.isEmpty else { throw UsageError(message: "token verify: --client-id C is required (repeat it for more)") }
-        guard !clientIDs.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
-            throw UsageError(message: "--client-id: empty value; give a client id such as com.example.app")
-        }
-        guard let jwks = args.string("jwks") else { throw UsageError(message: "token verify: --jwks FILE|URL is required") }
-        let token = try readToken(args)
-        var at: Date?
-        if let text = args.string("at") {
-            let plain = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: false))
-            guard let date = plain ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) else {
-                throw UsageError(message: "--at: expected an ISO 8601 time such as 2024-01-31T12:00:00Z, got '\(text)'")
-            }
-            at = date
-        }
-        let provider: any JWKSProvider = jwks.hasPrefix("http://") || jwks.hasPrefix("https://")
-            ? JWKSProviders.url(jwks, transport: CurlTransport(maxConnectionsPerHost: 1))
-            : FileJWKSProvider(path: jwks)
-        let outcome = await TokenVerifyCommandCore.run(token: token, jwks: provider, clientIDs: clientIDs,
-                                                       at: at, expectedNonce: args.string("nonce"))
-        if outcome.exitCode == 64 { throw UsageError(message: outcome.output) }
-        if [65, 66, 69, 70].contains(outcome.exitCode) {
-            SIWAJobsCommand.fail(outcome.output)
-        } else {
-            say(outcome.output)
-        }
-        return outcome.exitCode
+/// `siwa-jobs token verify`: verifies an identity token or a notification JWT (ops debugging;
+/// `TokenVerification`). Prints the normalised claims as JSON (exit 0), or
+/// `rejected: <reason>: <detail>` (exit 1).
+enum TokenVerifyCommand: Command {
+    static let token = Declare.argument("TOKEN", .string, help: "the compact JWT (visible in the process list: prefer --token-file)",
+                                        required: false)
+    static let tokenFile = Declare.option("token-file", "F", .string, help: "read the token from a file; - reads stdin")
+    static let jwks = Declare.option("jwks", "FILE|URL", .string, help: "the JWKS: a file, or a URL such as "
+                                        + "https://appleid.apple.com/auth/keys", required: true)
+    static let clientIDs = Declare.repeated("client-id", "C", .string, help: "an accepted audience (aud); repeat it for more",
+                                            required: true)
+    static let at = Declare.option("at", "ISO8601", .custom("an ISO 8601 time such as 2024-01-31T12:00:00Z") { text in
+        (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: false)))
+            ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+    }, help: "verify as of this time instead of now", defaultText: "now")
+    static let nonce = Declare.option("nonce", "RAW", .string, help: "require this nonce (raw, or its SHA-256 hex in the token)")
+
+    static let spec = CommandSpec(
+        "verify", abstract: "verify an id_token or notification JWT against a JWKS",
+        discussion: "When nothing could be verified: 64 usage, 65 the --jwks file is not a usable JWKS, 66 it cannot be "
+            + "read, 69 the --jwks URL could not be fetched or served no usable JWKS.",
+        arguments: [token], options: [tokenFile, jwks, clientIDs, at, nonce])
+
+    static var usesDatabase: Bool { false }
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let source = try arguments.required(jwks)
+        let text = try readToken(arguments)
+        // One transport for this process (a URL JWKS only).
+        let provider: any JWKSProvider = source.hasPrefix("http://") || source.hasPrefix("https://")
+            ? JWKSProviders.url(source, transport: CurlTransport(maxConnectionsPerHost: 1))
+            : FileJWKSProvider(path: source)
+        let outcome = try await TokenVerification.run(token: text, jwks: provider, clientIDs: arguments[clientIDs],
+                                                      at: arguments[at], expectedNonce: arguments[nonce], clock: context.clock)
+        say(outcome.text)
+        return .of(outcome)
     }
 
-    private static func readToken(_ args: Arguments) throws -> String {
-        if let file = args.string("token-file") {
-            guard args.positionals.isEmpty else { throw UsageError(message: "token verify: give TOKEN or --token-file, not both") }
+    private static func readToken(_ arguments: ParsedArguments) throws -> String {
+        if let file = arguments[tokenFile] {
+            guard arguments[token] == nil else { throw arguments.usageError("token verify: give TOKEN or --token-file, not both") }
             let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
-            guard let data else { throw UsageError(message: "--token-file: cannot read '\(file)'") }
+            guard let data else { throw arguments.usageError("--token-file: cannot read '\(file)'") }
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        guard args.positionals.count == 1, let token = args.positionals.first else {
-            throw UsageError(message: "token verify: expected one TOKEN (or --token-file F)")
-        }
+        guard let token = arguments[token] else { throw arguments.usageError("token verify: expected one TOKEN (or --token-file F)") }
         return token
     }
 }

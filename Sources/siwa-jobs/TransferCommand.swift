@@ -1,135 +1,123 @@
-import Foundation
+import Commands
 import Postgres
 import SIWAJobs
 
-/// `siwa-jobs transfer ...`: the app-transfer runbook's commands (README "Team transfer runbook").
-///
-/// Exit codes: 0 done; 1 refused by the queue (e.g. a job already active) or nothing found;
-/// 65 refused data (bad target, closed window, invalid CSV: every bad line is listed); 64 usage.
-enum TransferCommand {
-    static let usage = """
-        transfer export --team-id A --client-id C --target B --transfer-date YYYY-MM-DD [--canary N] [--retry-failed]
-        transfer export-csv --job N --out FILE [--allow-incomplete]
-        transfer import-csv FILE --team-id B --client-id C --transfer-date YYYY-MM-DD [--source-team-id A]
-        transfer import --import N [--canary N] [--retry-failed]
-        transfer status [--job N]
-        transfer lookup --team-id B --transfer-sub X
-        transfer release --job N
-        """
+/// `siwa-jobs transfer export`: plan the sending team's side of an app transfer.
+enum TransferExportCommand: Command {
+    static let target = Declare.option("target", "B", .string, help: "the RECIPIENT's 10-character Team ID (never your own)",
+                                       required: true)
+    static let canary = Declare.value("canary", "N", .integer(in: 0...100_000), default: Enqueuer.defaultCanary,
+                                      help: "items planned first; the rest is planned when they succeed (0: all at once)")
+    static let retryFailed = Declare.switch("retry-failed", help: "plan again accounts whose earlier exchange failed")
+    static let maxAttempts = CommonOptions.maxAttempts(default: 5)
 
-    static let valueFlags: Set<String> = [
-        "team-id", "client-id", "target", "transfer-date", "canary", "max-attempts", "job", "out", "source-team-id",
-        "import", "transfer-sub", "created-by",
-    ]
+    static let spec = CommandSpec(
+        "export", abstract: "plan the sender's exchange of sub for transfer_sub (team A)",
+        discussion: "Refused (exit 65) for a malformed team ID or target, the own team as target, a closed window or a "
+            + "date too far ahead; exit 1 when an export for this client and target is already active.",
+        options: [CommonOptions.teamID, CommonOptions.clientID, target, Transfer.transferDate, canary, retryFailed,
+                  maxAttempts, CommonOptions.createdBy],
+        environment: Transfer.environment)
 
-    static func run(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: valueFlags, switchFlags: ["retry-failed", "allow-incomplete", "force"])
-        guard let action = args.positionals.first else {
-            throw UsageError(message: "transfer: expected an action:\n" + usage)
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let settings = context.configuration
+        let canarySize = arguments[canary]
+        let job = try await Transfer.withEnqueuer(context) { enqueuer in
+            try await enqueuer.enqueueTransferExport(
+                teamID: try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id"),
+                clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
+                target: try arguments.required(target), transferDate: try arguments.required(Transfer.transferDate),
+                canary: canarySize, retryFailed: arguments[retryFailed], maxAttempts: arguments[maxAttempts],
+                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName, now: context.clock.now)
         }
-        let who = args.string("created-by") ?? ProcessInfo.processInfo.environment["USER"] ?? "cli"
-        let pool = PostgresPool(configuration: settings.postgres, size: 2)
-        let result = await Result(catching: { () async throws -> Int32 in
-            do {
-                return try await perform(action, args: args, who: who, pool: pool, settings: settings)
-            } catch let error as TransferRuleError {
-                SIWAJobsCommand.fail("refused: \(error)")
-                return 65
-            } catch let error as EnqueueError {
-                SIWAJobsCommand.fail("\(error)")
-                return 1
+        say("enqueued job \(job.jobID) (transfer-export) \(Transfer.planned(job.items, canary: canarySize, what: "accounts"))")
+        return .success
+    }
+}
+
+/// `siwa-jobs transfer export-csv`: write the hand-off file for the recipient.
+enum TransferExportCSVCommand: Command {
+    static let job = Declare.option("job", "N", .integer(in: 1...Int.max), help: "the export job", required: true)
+    static let out = Declare.option("out", "FILE", .string, help: "the file to write (app user id and transfer_sub only)",
+                                    required: true)
+    static let allowIncomplete = Declare.switch("allow-incomplete", help: "write even though items are not finished yet")
+    static let force = Declare.switch("force", help: "replace an existing file")
+
+    static let spec = CommandSpec(
+        "export-csv", abstract: "write the hand-off file (external_user_id, transfer_sub) for the recipient team",
+        options: [job, out, allowIncomplete, force], environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let jobID = Int64(try arguments.required(job))
+        let path = try arguments.required(out)
+        let file = try await Transfer.withPool(context) { pool in
+            try await TransferCSVExporter(pool: pool).write(jobID: jobID, to: path, allowIncomplete: arguments[allowIncomplete],
+                                                            overwrite: arguments[force])
+        }
+        say("wrote \(file.rows) rows to \(path) for target \(file.target) (refused by Apple, not in the file: \(file.refused); "
+            + "not yet exported: \(file.missing))")
+        return .success
+    }
+}
+
+/// `siwa-jobs transfer import-csv FILE`: validate and load a hand-off file (team B).
+enum TransferImportCSVCommand: Command {
+    static let file = Declare.argument("FILE", .string, help: "the hand-off CSV from the sending team")
+    static let sourceTeamID = Declare.option("source-team-id", "A", .string, help: "the sending team's ID, when known")
+
+    static let spec = CommandSpec(
+        "import-csv", abstract: "validate and load a hand-off file in one transaction (team B)",
+        discussion: "Any bad line refuses the whole file with every bad line number listed (exit 65); nothing is left behind.",
+        arguments: [file],
+        options: [CommonOptions.teamID, CommonOptions.clientID, Transfer.transferDate, sourceTeamID, CommonOptions.createdBy],
+        environment: Transfer.environment)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let settings = context.configuration
+        let path = try arguments.required(file)
+        let report = try await Transfer.withPool(context) { pool in
+            try await TransferCSVLoader(pool: pool).load(
+                path: path, teamID: try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id"),
+                clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
+                sourceTeamID: arguments[sourceTeamID], transferDate: try arguments.required(Transfer.transferDate),
+                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName, now: context.clock.now)
+        }
+        report.notes.forEach { say("note: \($0)") }
+        guard let id = report.importID else {
+            var lines = report.errors.map { "\(path): \($0)" }
+            if report.errorCount > report.errors.count {
+                lines.append("\(path): ... and \(report.errorCount - report.errors.count) more errors")
             }
-        })
-        await pool.close()
-        return try result.get()
-    }
-
-    private static func perform(_ action: String, args: Arguments, who: String, pool: PostgresPool,
-                                settings: Settings) async throws -> Int32 {
-        let enqueuer = Enqueuer(pool: pool)
-        switch action {
-        case "export":
-            try expectPositionals(args, 1, action)
-            let canary = try args.int("canary", in: 0...100_000) ?? Enqueuer.defaultCanary
-            let job = try await enqueuer.enqueueTransferExport(
-                teamID: try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
-                clientID: try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args),
-                target: try required(args, "target"), transferDate: try required(args, "transfer-date"),
-                canary: canary, retryFailed: args.flag("retry-failed"),
-                maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5, createdBy: who)
-            say("enqueued job \(job.jobID) (transfer-export) \(planned(job.items, canary: canary, what: "accounts"))")
-            return 0
-        case "export-csv":
-            try expectPositionals(args, 1, action)
-            guard let job = try args.int("job", in: 1...Int.max) else { throw UsageError(message: "transfer export-csv: --job N is required") }
-            let out = try required(args, "out")
-            let file = try await TransferCSVExporter(pool: pool).write(jobID: Int64(job), to: out,
-                                                                       allowIncomplete: args.flag("allow-incomplete"),
-                                                                       overwrite: args.flag("force"))
-            say("wrote \(file.rows) rows to \(out) for target \(file.target) (refused by Apple, not in the file: \(file.refused); "
-                + "not yet exported: \(file.missing))")
-            return 0
-        case "import-csv":
-            try expectPositionals(args, 2, action, what: "FILE")
-            let path = args.positionals[1]
-            let report = try await TransferCSVLoader(pool: pool).load(
-                path: path, teamID: try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
-                clientID: try settings.require("SIWA_CLIENT_ID", flag: "client-id", arguments: args),
-                sourceTeamID: args.string("source-team-id"), transferDate: try required(args, "transfer-date"), createdBy: who)
-            report.notes.forEach { say("note: \($0)") }
-            guard let id = report.importID else {
-                report.errors.forEach { SIWAJobsCommand.fail("\(path): \($0)") }
-                if report.errorCount > report.errors.count {
-                    SIWAJobsCommand.fail("\(path): ... and \(report.errorCount - report.errors.count) more errors")
-                }
-                SIWAJobsCommand.fail("\(path): refused (\(report.errorCount) errors); nothing was loaded")
-                return 65
-            }
-            say("loaded import \(id): \(report.rows) rows from \(path) (\(report.bytes) bytes); "
-                + "next: siwa-jobs transfer import --import \(id)")
-            return 0
-        case "import":
-            try expectPositionals(args, 1, action)
-            guard let id = try args.int("import", in: 1...Int.max) else { throw UsageError(message: "transfer import: --import N is required") }
-            let canary = try args.int("canary", in: 0...100_000) ?? Enqueuer.defaultCanary
-            let job = try await enqueuer.enqueueTransferImport(
-                importID: Int64(id), canary: canary,
-                retryFailed: args.flag("retry-failed"), maxAttempts: try args.int("max-attempts", in: 1...100) ?? 5, createdBy: who)
-            say("enqueued job \(job.jobID) (transfer-import) \(planned(job.items, canary: canary, what: "rows"))")
-            return 0
-        case "status":
-            try expectPositionals(args, 1, action)
-            return try await TransferStatusPrinter.run(pool: pool, jobID: try args.int("job", in: 1...Int.max).map(Int64.init))
-        case "lookup":
-            try expectPositionals(args, 1, action)
-            return try await TransferStatusPrinter.lookup(pool: pool, teamID: try settings.require("SIWA_TEAM_ID", flag: "team-id", arguments: args),
-                                                          transferSub: try required(args, "transfer-sub"))
-        case "release":
-            try expectPositionals(args, 1, action)
-            guard let job = try args.int("job", in: 1...Int.max) else { throw UsageError(message: "transfer release: --job N is required") }
-            let planned = try await enqueuer.releaseTransferCanary(jobID: Int64(job))
-            say("job \(job): canary gate opened, \(planned) more items planned")
-            return 0
-        default:
-            throw UsageError(message: "transfer: unknown action '\(action)':\n" + usage)
+            lines.append("\(path): refused (\(report.errorCount) errors); nothing was loaded")
+            throw CommandFailure(lines: lines, kind: .refusedInput)
         }
+        say("loaded import \(id): \(report.rows) rows from \(path) (\(report.bytes) bytes); "
+            + "next: siwa-jobs transfer import --import \(id)")
+        return .success
     }
+}
 
-    private static func planned(_ items: Int, canary: Int, what: String) -> String {
-        if items == 0 { return "with no items: nothing to do: all \(what) already have an outcome" }
-        if canary > 0 && items < canary { return "with \(items) items (all of them, as the canary)" }
-        return canary > 0 ? "with \(items) canary items; the rest is planned when they finish" : "with \(items) items"
-    }
+/// `siwa-jobs transfer import --import N`: plan the recipient's exchange of transfer_sub for sub.
+enum TransferImportCommand: Command {
+    static let importID = Declare.option("import", "N", .integer(in: 1...Int.max), help: "the loaded import (from import-csv)",
+                                         required: true)
 
-    private static func required(_ args: Arguments, _ flag: String) throws -> String {
-        guard let v = args.string(flag), !v.isEmpty else { throw UsageError(message: "--\(flag) is required") }
-        return v
-    }
+    static let spec = CommandSpec(
+        "import", abstract: "plan the recipient's exchange of transfer_sub for the new sub and email (team B)",
+        options: [importID, TransferExportCommand.canary, TransferExportCommand.retryFailed, TransferExportCommand.maxAttempts,
+                  CommonOptions.createdBy],
+        environment: [EnvironmentDocs.database, EnvironmentDocs.user] + EnvironmentDocs.logging)
 
-    private static func expectPositionals(_ args: Arguments, _ count: Int, _ action: String, what: String? = nil) throws {
-        if args.positionals.count < count { throw UsageError(message: "transfer \(action): \(what ?? "an argument") is required") }
-        if args.positionals.count > count {
-            throw UsageError(message: "transfer \(action): unexpected argument '\(args.positionals[count])'")
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let id = Int64(try arguments.required(importID))
+        let canary = arguments[TransferExportCommand.canary]
+        let job = try await Transfer.withEnqueuer(context) { enqueuer in
+            try await enqueuer.enqueueTransferImport(
+                importID: id, canary: canary, retryFailed: arguments[TransferExportCommand.retryFailed],
+                maxAttempts: arguments[TransferExportCommand.maxAttempts],
+                createdBy: arguments[CommonOptions.createdBy] ?? context.configuration.operatorName, now: context.clock.now)
         }
+        say("enqueued job \(job.jobID) (transfer-import) \(Transfer.planned(job.items, canary: canary, what: "rows"))")
+        return .success
     }
 }

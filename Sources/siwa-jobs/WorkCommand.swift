@@ -1,163 +1,131 @@
-import AppleID
+import Clocks
+import Commands
 import Foundation
+import Lifecycle
 import Postgres
 import Queue
 import SIWAJobs
 
-/// `siwa-jobs work`: the worker process.
-enum WorkCommand {
-    static let valueFlags: Set<String> = [
-        "concurrency", "claim-batch", "lease-seconds", "grace-seconds", "poll-seconds", "drain-horizon-seconds",
-        "kinds", "worker-id", "flush-max", "pool-size",
-    ]
+/// `siwa-jobs work`: the worker process, on one `ServiceGroup`: the worker, the LISTEN loop that
+/// wakes it, and (`--progress`) the progress line. SIGTERM/SIGINT stop it gracefully.
+enum WorkCommand: Command {
+    private static let defaults = WorkerConfiguration(workerID: "")
 
-    static func run(_ words: [String], settings: Settings) async throws -> Int32 {
-        let args = try Arguments(words, valueFlags: valueFlags, switchFlags: ["drain", "progress", "stats"])
-        try args.noPositionals("work")
-        let configuration = try workerConfiguration(args)
-        let logger = settings.logger("worker")
+    static let concurrency = Declare.value("concurrency", "N", .integer(in: 1...4096), default: defaults.concurrency,
+                                           help: "most items in flight at once")
+    static let claimBatch = Declare.value("claim-batch", "N", .integer(in: 1...5000), default: defaults.claimBatch,
+                                          help: "most items claimed per round trip")
+    static let flushMax = Declare.value("flush-max", "N", .integer(in: 1...5000), default: defaults.flushMaxItems,
+                                        help: "completions are written in batches of at most this many")
+    static let leaseSeconds = Declare.value("lease-seconds", "S", .seconds(in: 1...3600), default: .seconds(defaults.leaseSeconds),
+                                            help: "lease length; renewed every third of it while items are in flight")
+    static let graceSeconds = Declare.value("grace-seconds", "S", .seconds(in: 0...3600),
+                                            default: .seconds(defaults.shutdownGraceSeconds),
+                                            help: "after SIGTERM/SIGINT, time in-flight items get before they are released")
+    static let pollSeconds = Declare.value("poll-seconds", "S", .seconds(in: 0.05...60), default: .seconds(defaults.pollSeconds),
+                                           help: "fallback poll interval (jittered ±50 %) when no NOTIFY arrives")
+    static let drainHorizon = Declare.value("drain-horizon-seconds", "S", .seconds(in: 0...86400),
+                                            default: .seconds(defaults.drainHorizonSeconds),
+                                            help: "with --drain, retries due within this time are waited for")
+    static let kinds = Declare.option("kinds", "LIST", .string, help: "comma-separated job kinds to run (default: all)")
+    static let workerID = Declare.option("worker-id", "ID", .string, help: "prefix of this process's lease owner id",
+                                         defaultText: "the host name")
+    static let poolSize = Declare.value("pool-size", "N", .integer(in: 2...64), default: 4, help: "PostgreSQL connections")
+    static let drain = Declare.switch("drain", help: "exit when nothing is due (cron) instead of waiting for new jobs")
+    static let progress = Declare.switch("progress", help: "a live progress line on stdout")
+    static let stats = Declare.switch("stats", help: "print CPU seconds and peak RSS at exit")
 
-        let pool = PostgresPool(configuration: settings.postgres, size: try args.int("pool-size", in: 2...64) ?? 4)
-        try await preflight(pool: pool)
+    static let spec = CommandSpec(
+        "work", abstract: "run the worker (--drain for cron)",
+        discussion: "Exit 0 every item succeeded; 1 some failed permanently or were discarded; 75 database or Apple "
+            + "unavailable, or retries left beyond the drain horizon; 78 a job is paused for a configuration error.",
+        options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, kinds, workerID,
+                  poolSize, drain, progress, stats],
+        environment: EnvironmentDocs.worker)
 
-        // SIWA_TEAMS_FILE first: a broken teams file is reported before any warning about the single team.
-        let transfer = try TransferWiring.handlers(settings: settings, pool: pool)
-        var handlers: [any JobHandler] = [NoopHandler()]
-        if let refresh = try refreshHandler(settings: settings, pool: pool, logger: logger) { handlers.append(refresh.handler) }
-        handlers += try notificationHandlers(settings: settings, pool: pool)
-        handlers += transfer
-        if let only = args.string("kinds") {
-            let wanted = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-            guard !wanted.isEmpty else { throw UsageError(message: "--kinds: expected a comma-separated list of kinds, got '\(only)'") }
-            let known = Set(handlers.map(\.kind))
-            if let unknown = wanted.subtracting(known).sorted().first {
-                throw UsageError(message: "--kinds: '\(unknown)' is not a kind this worker can run (\(known.sorted().joined(separator: ", ")))")
-            }
-            handlers = handlers.filter { wanted.contains($0.kind) }
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let configuration = try workerConfiguration(arguments)
+        let logger = context.configuration.logger("worker")
+        let wiring = try await WorkerWiring.make(configuration: context.configuration, poolSize: arguments[poolSize],
+                                                 logger: logger, clock: context.clock)
+        let handlers: [any JobHandler]
+        do {
+            handlers = try selectedHandlers(wiring.handlers, arguments)
+        } catch {
+            await wiring.close()
+            throw error
         }
-
-        let worker = Worker(store: PostgresJobStore(pool: pool), handlers: handlers, configuration: configuration, logger: logger)
-        let trap = SignalTrap { signo in
-            logger.info("signal received: stopping gracefully", ["signal": "\(signo)"])
-            worker.requestStop()
+        let worker = WorkerService(Worker(store: PostgresJobStore(pool: wiring.pool), handlers: handlers,
+                                          configuration: configuration, logger: logger))
+        let listener = PostgresListener(configuration: context.configuration.postgres, channels: [Enqueuer.channel])
+        var services: [any Service] = [
+            worker,
+            LoopService(onStop: { listener.stop() }) { for await _ in listener.notifications() { worker.worker.wake() } },
+        ]
+        if arguments[progress] {
+            let reader = ProgressReader(pool: wiring.pool)
+            let clock = context.clock
+            services.append(LoopService {
+                await ProgressLine.run(read: { let p = try await reader.read(); return (p.done, p.total) }, clock: clock)
+            })
         }
-        let listener = PostgresListener(configuration: settings.postgres, channels: [Enqueuer.channel])
-        // Owned by this function: cancelled after the worker returns.
-        let wakeups = Task {
-            for await _ in listener.notifications() { worker.wake() }
-        }
-        let progress = args.flag("progress") ? Task { await ProgressLine.run(pool: pool) } : nil
+        let group = ServiceGroup(services: services, configuration: .init(
+            gracePeriod: arguments[graceSeconds] + .seconds(30), clock: context.clock,
+            onSignal: { signo in logger.info("signal received: stopping gracefully", ["signal": "\(signo)"]) }))
 
-        let started = Date()
-        let report = await worker.run()
-        let elapsed = Date().timeIntervalSince(started)
-
-        progress?.cancel()
-        _ = await progress?.value
+        let started = context.clock.now
+        _ = try await group.run()
+        let elapsed = context.clock.now.timeIntervalSince(started)
         listener.stop()
-        wakeups.cancel()
-        trap.cancel()
-        await pool.close()
+        await wiring.close()
+        guard let report = worker.report else { throw CommandFailure("worker: stopped without a report") }
+        printSummary(report, elapsed: elapsed, stats: arguments[stats])
+        return .of(report)
+    }
 
+    private static func printSummary(_ report: WorkerReport, elapsed: Double, stats: Bool) {
         say("worker: succeeded=\(report.succeeded) failed=\(report.failed) discarded=\(report.discarded) retried=\(report.retried) "
             + "released=\(report.released) paused_jobs=\(report.pausedJobs.count) wall_s=\(String(format: "%.2f", elapsed)) "
-            + "exit=\(report.exitCode)")
+            + "exit=\(ExitCode.of(report).rawValue)")
         for (job, reason) in report.pausedJobs.sorted(by: { $0.key < $1.key }) {
             say("job \(job) paused: \(reason)")
         }
         if let failure = report.databaseFailure { say("database failure: \(failure)") }
         if let failure = report.upstreamFailure { say("Apple unavailable, run stopped early (items left for the next run): \(failure)") }
-        if args.flag("stats") {
+        if stats {
             let usage = ProcessUsage.current()
             say(String(format: "worker stats: cpu_user_s=%.2f cpu_sys_s=%.2f peak_rss_mb=%.1f",
                        usage.userSeconds, usage.systemSeconds, usage.peakRSSMegabytes))
         }
-        return report.exitCode
     }
 
-    static func workerConfiguration(_ args: Arguments) throws -> WorkerConfiguration {
-        let host = ProcessInfo.processInfo.hostName
-        if let given = args.string("worker-id"), given.trimmingCharacters(in: .whitespaces).isEmpty {
-            throw UsageError(message: "--worker-id is empty")
-        }
+    static func workerConfiguration(_ arguments: ParsedArguments) throws -> WorkerConfiguration {
         // A random suffix keeps ids unique even when an operator reuses --worker-id on two hosts.
         let suffix = "\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
-        let id = args.string("worker-id").map { "\($0):\(suffix)" } ?? "\(host):\(suffix)"
-        var c = WorkerConfiguration(workerID: id)
-        c.concurrency = try args.int("concurrency", in: 1...4096) ?? c.concurrency
-        c.claimBatch = try args.int("claim-batch", in: 1...5000) ?? c.claimBatch
-        c.flushMaxItems = try args.int("flush-max", in: 1...5000) ?? c.flushMaxItems
-        c.leaseSeconds = try args.seconds("lease-seconds", in: 1...3600) ?? c.leaseSeconds
-        c.shutdownGraceSeconds = try args.seconds("grace-seconds", in: 0...3600) ?? c.shutdownGraceSeconds
-        c.pollSeconds = try args.seconds("poll-seconds", in: 0.05...60) ?? c.pollSeconds
-        c.drainHorizonSeconds = try args.seconds("drain-horizon-seconds", in: 0...86400) ?? c.drainHorizonSeconds
-        c.drain = args.flag("drain")
+        var c = WorkerConfiguration(workerID: "\(arguments[workerID] ?? ProcessInfo.processInfo.hostName):\(suffix)")
+        c.concurrency = arguments[concurrency]
+        c.claimBatch = arguments[claimBatch]
+        c.flushMaxItems = arguments[flushMax]
+        c.leaseSeconds = arguments[leaseSeconds].seconds
+        c.shutdownGraceSeconds = arguments[graceSeconds].seconds
+        c.pollSeconds = arguments[pollSeconds].seconds
+        c.drainHorizonSeconds = arguments[drainHorizon].seconds
+        c.drain = arguments[drain]
         return c
     }
 
-    /// Fails fast with a clear message: database unreachable (75) or schema not migrated (78).
-    static func preflight(pool: PostgresPool) async throws {
-        // Read-only, so a connection dropped under it is simply retried a few times.
-        var attempt = 0
-        var status: Migrator.Status
-        while true {
-            do {
-                status = try await pool.withConnection { conn in try await Migrator().status(on: conn) }
-                break
-            } catch let error as DatabaseError where error.isConnectionLoss && attempt < 3 {
-                attempt += 1
-                try await Task.sleep(for: .milliseconds(200 * attempt))
-            }
+    /// `--kinds a,b`: only those handlers.
+    /// - Throws: `UsageError` for an empty list or a kind this worker cannot run.
+    private static func selectedHandlers(_ handlers: [any JobHandler], _ arguments: ParsedArguments) throws -> [any JobHandler] {
+        guard let only = arguments[kinds] else { return handlers }
+        let wanted = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        guard !wanted.isEmpty else {
+            throw arguments.usageError("--kinds: expected a comma-separated list of kinds, got '\(only)'")
         }
-        if !status.pending.isEmpty {
-            throw ConfigError(message: "migrations not applied (\(status.pending.joined(separator: ", "))): run 'siwa-jobs migrate'")
+        let known = Set(handlers.map(\.kind))
+        if let unknown = wanted.subtracting(known).sorted().first {
+            throw arguments.usageError("--kinds: '\(unknown)' is not a kind this worker can run (\(known.sorted().joined(separator: ", ")))")
         }
-        if !status.changed.isEmpty {
-            throw ConfigError(message: "applied migrations differ from this binary's (\(status.changed.joined(separator: ", "))): "
-                + "the database and the binary disagree about the schema")
-        }
-    }
-
-    /// The refresh-validation kind, when Apple credentials are configured. Partial configuration is an error.
-    static func refreshHandler(settings: Settings, pool: PostgresPool, logger: Logger) throws -> (handler: RefreshValidationHandler, transport: CurlTransport)? {
-        let names = ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"]
-        guard names.contains(where: { settings.value($0) != nil }) else {
-            logger.warning("refresh-validation disabled: no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)")
-            return nil
-        }
-        let credentials = try settings.credentials()
-        let keyring = try settings.keyring()
-        let baseURL = try settings.validatedAppleBaseURL()
-        let transport = CurlTransport()
-        let client = AppleIDClient(baseURL: baseURL, transport: transport,
-                                   secrets: ClientSecretProvider(credentials: credentials))
-        let registry = AppleClientRegistry([(teamID: credentials.teamID, client: client)])
-        return (RefreshValidationHandler(pool: pool, registry: registry, keyring: keyring), transport)
-    }
-}
-
-/// A live progress line on stdout for `work --progress` (stderr carries the logs): items done of running jobs, and the rate.
-enum ProgressLine {
-    static func run(pool: PostgresPool) async {
-        let started = Date()
-        var firstDone: Int?
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(1))
-            guard let rows = try? await pool.withConnection({ conn in
-                try await conn.query("""
-                    SELECT count(*) FILTER (WHERE i.state IN ('succeeded', 'failed', 'discarded', 'cancelled')) AS done,
-                           count(*) AS total
-                    FROM siwa.job_items i JOIN siwa.jobs j ON j.id = i.job_id
-                    WHERE j.state IN ('running', 'paused') OR j.finished_at > now() - interval '10 seconds'
-                    """)
-            }), let row = rows.first, let done: Int = try? row.decode("done"), let total: Int = try? row.decode("total")
-            else { continue }
-            if firstDone == nil { firstDone = done }
-            let elapsed = Date().timeIntervalSince(started)
-            let rate = Double(done - (firstDone ?? 0)) / max(elapsed - 1, 0.001)
-            let line = String(format: "\rprogress: %d/%d items done  %.0f items/s  %.0fs   ", done, total, rate, elapsed)
-            FileHandle.standardOutput.write(Data(line.utf8))
-        }
-        FileHandle.standardOutput.write(Data("\n".utf8))
+        return handlers.filter { wanted.contains($0.kind) }
     }
 }

@@ -1,0 +1,18 @@
+import AppleID
+import SIWACore
+
+extension SIWAConfiguration {
+    /// The process's one Apple client registry: a client (with its own client-secret provider)
+    /// for every team and client of `allCredentials()`, all on `transport`.
+    /// - Throws: `ConfigurationError` from `allCredentials()`, or for an unusable
+    ///   `SIWA_APPLE_BASE_URL` when any team is configured.
+    public func appleClientRegistry(transport: any HTTPTransport) throws(ConfigurationError) -> AppleClientRegistry {
+        let credentials = try allCredentials()
+        guard !credentials.isEmpty else { return AppleClientRegistry([]) }
+        let baseURL = try validatedAppleBaseURL()
+        return AppleClientRegistry(credentials.map { c in
+            (teamID: c.teamID, client: AppleIDClient(baseURL: baseURL, transport: transport,
+                                                    secrets: ClientSecretProvider(credentials: c)))
+        })
+    }
+}

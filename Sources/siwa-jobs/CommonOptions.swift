@@ -1,0 +1,20 @@
+import Commands
+
+/// Options several commands share, declared once.
+enum CommonOptions {
+    static let teamID = Declare.option("team-id", "T", .string, help: "the team ID", environment: ["SIWA_TEAM_ID"])
+    static let clientID = Declare.option("client-id", "C", .string, help: "the client ID (App ID or Services ID)",
+                                         environment: ["SIWA_CLIENT_ID"])
+    static let keyID = Declare.option("key-id", "K", .string, help: "the key ID (kid) of the .p8 key", environment: ["SIWA_KEY_ID"])
+    static let keyFile = Declare.option("key-file", "FILE", .string, help: "path of the team's .p8 key",
+                                        environment: ["SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"])
+    static let createdBy = Declare.option("created-by", "NAME", .string, help: "recorded as the job's creator",
+                                          defaultText: "$USER, else cli")
+    static let job = Declare.option("job", "N", .integer(in: 1...Int.max), help: "the job id")
+
+    /// `--max-attempts N` with a kind's default.
+    static func maxAttempts(default value: Int) -> Option<Int> {
+        Declare.value("max-attempts", "N", .integer(in: 1...100), default: value,
+                      help: "attempts per item before it is discarded")
+    }
+}

@@ -1,0 +1,82 @@
+import Commands
+import HTTPServer
+import Lifecycle
+import Postgres
+import SIWAJobs
+
+/// `siwa-jobs notifications serve --port N`: Apple's server-to-server notification endpoint
+/// (apple-api.md §8), on a `ServiceGroup`. Plain HTTP: terminate TLS 1.2+ in front of it and proxy
+/// `POST` to it on `--path`. Stores each payload, answering 200 only after the row is committed
+/// (503 when the database does not answer within `--db-timeout-seconds`), and plans processing
+/// jobs for `siwa-jobs work`. Stops on SIGTERM/SIGINT within about 10 s plus
+/// `--db-timeout-seconds`, even when the database is stuck (requests in flight are answered).
+enum NotificationsServeCommand: Command {
+    static let port = Declare.option("port", "N", .integer(in: 0...65535), help: "TCP port to listen on (0 picks a free port)",
+                                     required: true)
+    static let host = Declare.value("host", "ADDR", .string, default: "127.0.0.1", help: "IPv4 address to bind")
+    static let path = Declare.value("path", "PATH", .custom("a URL path such as / or /apple/notifications") { text in
+        text.hasPrefix("/") && !text.contains(where: { $0.isWhitespace || $0 == "?" || $0 == "#" }) ? text : nil
+    }, default: "/", help: "the path Apple POSTs to (behind the proxy)")
+    static let threads = Declare.value("threads", "N", .integer(in: 1...64), default: 2, help: "HTTP server threads")
+    static let poolSize = Declare.value("pool-size", "N", .integer(in: 1...64), default: 4, help: "PostgreSQL connections for storing")
+    static let databaseTimeout = Declare.value("db-timeout-seconds", "S", .seconds(in: 0.1...300), default: .seconds(10),
+                                               help: "longest wait for the database per request before answering 503")
+
+    static let spec = CommandSpec(
+        "serve", abstract: "receive Apple's server-to-server notifications (plain HTTP; TLS in front)",
+        discussion: "Each payload is stored before 200 is answered, and planned for processing by 'siwa-jobs work'. "
+            + "GET /healthz answers while the process runs, GET /readyz when the database answers too.",
+        options: [port, host, path, threads, poolSize, databaseTimeout],
+        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let bindPort = try arguments.required(port)
+        let timeout = arguments[databaseTimeout].seconds
+        let settings = context.configuration
+        let logger = settings.logger("notifications")
+        // The receiver's connections carry a session statement_timeout, so the planner has its own pool.
+        let pool = PostgresPool(configuration: settings.postgres, size: arguments[poolSize])
+        let planningPool = PostgresPool(configuration: settings.postgres, size: 1)
+        func close() async {
+            await pool.close()
+            await planningPool.close()
+        }
+        let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool), logger: logger)
+        let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool, timeoutSeconds: timeout), logger: logger,
+                                            path: arguments[path], onStored: planner.signal)
+        let server = HTTPServer(host: arguments[host], port: UInt16(bindPort), bodyLimit: NotificationReceiver.bodyLimit,
+                                threads: arguments[threads], handler: receiver.handle)
+        let bound: UInt16
+        do {
+            try await SchemaPreflight.check(pool: planningPool, clock: context.clock)
+            do { bound = try server.start() } catch { throw ServiceUnavailable(what: "notifications serve", error: error) }
+        } catch {
+            await close()
+            throw error
+        }
+        say("notifications listening on http://\(server.host):\(bound)")
+        logger.info("notification receiver started", ["http.port": "\(bound)"])
+
+        let receiving = StopSequenceService(start: { Task { await planner.run() } }) { planning in
+            // Owned by the stop sequence: the planning task is finished and awaited (bounded) here.
+            await server.stop(graceSeconds: 10)
+            logger.info("notification receiver stopped listening")
+            planner.finish()
+            // The planner's last round plans what was stored before the stop; a stuck database must
+            // not hold the exit (rows left unplanned are planned by the next start or `enqueue notifications`).
+            do {
+                try await Deadline.run(seconds: timeout, waitingFor: "database") { await planning.value }
+            } catch {
+                logger.warning("planner did not finish; unplanned notifications wait for the next start", [
+                    "error": String(describing: error),
+                ])
+            }
+        }
+        _ = try await ServiceGroup(services: [receiving], configuration: .init(
+            gracePeriod: .seconds(10 + timeout + 15), clock: context.clock,
+            onSignal: { signo in logger.info("signal received: stopping gracefully", ["signal": "\(signo)"]) })).run()
+        await close()
+        logger.info("notification receiver stopped")
+        return .success
+    }
+}

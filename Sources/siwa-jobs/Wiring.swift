@@ -1,0 +1,78 @@
+import AppleID
+import Clocks
+import Postgres
+import Queue
+import SIWACore
+import SIWAJobs
+
+/// The one wiring point of a `work` process: it builds ONE HTTP transport, ONE Apple client
+/// registry (every team of `SIWA_TEAMS_FILE` plus the single team) and ONE PostgreSQL pool, and
+/// hands them to every job kind.
+struct WorkerWiring {
+    let pool: PostgresPool
+    let transport: CurlTransport
+    let registry: AppleClientRegistry
+    let handlers: [any JobHandler]
+
+    /// Connects, checks the schema, then builds the kinds: no-op and the transfers always (a
+    /// transfer job for a team without credentials is paused, naming `SIWA_TEAMS_FILE`);
+    /// refresh-validation, revocation-sweep and notification processing when the single team is
+    /// configured (partial configuration is an error; none is a warning).
+    /// - Throws: `DatabaseError` (unreachable), `ConfigurationError` (schema not migrated, or a
+    ///   setting: the teams file's errors first).
+    static func make(configuration: SIWAConfiguration, poolSize: Int, logger: Logger,
+                     clock: any WallClock) async throws -> WorkerWiring {
+        let pool = PostgresPool(configuration: configuration.postgres, size: poolSize)
+        do {
+            try await SchemaPreflight.check(pool: pool, clock: clock)
+            let transport = CurlTransport()
+            let registry = try configuration.appleClientRegistry(transport: transport)
+            var handlers: [any JobHandler] = [NoopHandler()]
+            if configuration.hasSingleTeamCredentials {
+                handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry)
+            } else {
+                logger.warning("refresh-validation disabled: no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)")
+            }
+            let tokens = MigrationTokens()
+            handlers += [
+                TransferExportHandler(pool: pool, registry: registry, tokens: tokens),
+                TransferImportHandler(pool: pool, registry: registry, tokens: tokens),
+            ]
+            return WorkerWiring(pool: pool, transport: transport, registry: registry, handlers: handlers)
+        } catch {
+            await pool.close()
+            throw error
+        }
+    }
+
+    /// Refresh validation, revocation sweep and notification processing for the single team.
+    /// Notifications are verified against `GET {SIWA_APPLE_BASE_URL}/auth/keys`, for `aud` =
+    /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`.
+    private static func singleTeamHandlers(configuration: SIWAConfiguration, pool: PostgresPool,
+                                           registry: AppleClientRegistry) throws -> [any JobHandler] {
+        let credentials = try configuration.credentials()
+        let keyring = try configuration.keyring()
+        guard let client = registry.client(teamID: credentials.teamID, clientID: credentials.clientID) else {
+            throw ConfigurationError("team \(credentials.teamID) client \(credentials.clientID) has no Apple client")
+        }
+        let refetch = try configuration.jwksRefetchInterval()
+        let verifier: JWTVerifier
+        do {
+            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch.seconds)
+            verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID))
+        } catch {
+            throw ConfigurationError("\(error)", setting: "SIWA_CLIENT_ID / SIWA_NOTIFICATION_CLIENT_IDS")
+        }
+        return [
+            RefreshValidationHandler(pool: pool, registry: registry, keyring: keyring),
+            RevocationSweepHandler(pool: pool, registry: registry, keyring: keyring),
+            NotificationProcessingHandler(pool: pool, verifier: verifier, teamID: credentials.teamID),
+        ]
+    }
+
+    /// Closes the pool and stops the transport's thread.
+    func close() async {
+        await pool.close()
+        transport.shutdown()
+    }
+}
