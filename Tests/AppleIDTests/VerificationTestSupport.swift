@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import AppleID
+import TestSupport
 import SIWACrypto
 
 /// RSA keys and token minting for the verification tests. Keys are generated once per test
@@ -64,8 +65,8 @@ enum VerificationFixtures {
     }
 
     /// A verifier over a cache of `provider`, clock fixed at `now`.
-    static func verifier(_ provider: any JWKSProvider, clock: TestClock = TestClock(nowDate)) throws -> JWTVerifier {
-        try JWTVerifier(keys: JWKSCache(provider: provider, clock: clock.function), clientIDs: clientIDs, clock: clock.function)
+    static func verifier(_ provider: any JWKSProvider, clock: ManualClock = ManualClock(start: nowDate)) throws -> JWTVerifier {
+        try JWTVerifier(keys: JWKSCache(provider: provider, clock: clock), clientIDs: clientIDs, clock: clock)
     }
 
     /// A provider publishing keys A and B.

@@ -5,7 +5,7 @@ public enum JWKSProviders {
     /// `GET {baseURL}/auth/keys` through the app's Apple client (`SIWA_APPLE_BASE_URL`: Apple or
     /// the sandbox). Throws the classified `AppleIDError` on failure.
     public static func apple(_ client: AppleIDClient) -> HTTPJWKSProvider {
-        HTTPJWKSProvider { try await client.fetchKeys().get() }
+        HTTPJWKSProvider { try await client.fetchKeys() }
     }
 
     /// `GET url` for any JWKS URL (`token verify --jwks URL`). Throws `JWKSError` field `fetch` on
@@ -15,7 +15,7 @@ public enum JWKSProviders {
             let response: HTTPResponse
             do {
                 response = try await transport.send(HTTPRequest(method: "GET", url: url, headers: [("Accept", "application/json")],
-                                                                timeoutSeconds: 15))
+                                                                timeout: .seconds(15)))
             } catch {
                 throw JWKSError(field: "fetch", message: "GET \(url) failed: \(error)")
             }
