@@ -158,6 +158,18 @@ import SIWACrypto
         await expectRejected(verifier, try F.rs256(F.claims(["nbf": F.now + 3600]), key: key), .notYetValid, detail: "nbf")
     }
 
+    @Test func theInjectedClockIsTheDefaultVerificationTime() async throws {
+        let clock = ManualClock(start: F.nowDate)
+        let verifier = try F.verifier(try F.standardProvider(), clock: clock)
+        let token = try F.rs256(F.idClaims(), key: try F.keys()[0])   // exp = now + 590
+        _ = try await verifier.verify(token)
+        clock.advance(by: .seconds(590 + 59))
+        _ = try await verifier.verify(token)
+        clock.advance(by: .seconds(1))
+        #expect(await verifier.rejection(token)?.reason == .expired)
+        #expect(await verifier.rejection(token, at: F.nowDate) == nil, "a given time still wins")
+    }
+
     @Test func verificationTimeCanBeGiven() async throws {
         let key = try F.keys()[0]
         let verifier = try F.verifier(try F.standardProvider())

@@ -84,9 +84,9 @@ func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
     return Digest.sha256(block.map { $0 ^ 0x5C } + inner)
 }
 
-/// A JWKS provider whose document the test swaps; `nil` makes fetches fail. Counts fetches.
+/// A JWKS provider whose document the test swaps; `nil` makes fetches fail (`fetch: scripted
+/// outage`). Counts fetches.
 final class ScriptedJWKSProvider: JWKSProvider {
-    struct Unavailable: Error, CustomStringConvertible { var description: String { "scripted outage" } }
     private let state: Mutex<(document: [UInt8]?, fetches: Int)>
 
     init(_ document: [UInt8]?) { state = Mutex((document, 0)) }
@@ -95,12 +95,12 @@ final class ScriptedJWKSProvider: JWKSProvider {
 
     var fetches: Int { state.withLock { $0.fetches } }
 
-    func fetch() async throws -> [UInt8] {
+    func fetch() async throws(JWKSError) -> [UInt8] {
         let document = state.withLock { state -> [UInt8]? in
             state.fetches += 1
             return state.document
         }
-        guard let document else { throw Unavailable() }
+        guard let document else { throw JWKSError(field: "fetch", message: "scripted outage") }
         return document
     }
 }

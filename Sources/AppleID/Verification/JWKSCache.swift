@@ -101,15 +101,13 @@ public actor JWKSCache {
     }
 
     private func load() async {
-        do {
+        do throws(JWKSError) {
             let bytes = try await provider.fetch()
             current = try JWKSet.parse(bytes)
             loadedAt = clock.now
             lastFetchError = nil
-        } catch let error as JWKSError {
-            lastFetchError = error
         } catch {
-            lastFetchError = JWKSError(field: "fetch", message: String(String(describing: error).prefix(200)))
+            lastFetchError = error
         }
     }
 }
