@@ -47,7 +47,7 @@ let package = Package(
 
         // Test doubles (manual clock, scripted transport, in-memory job store, log sink): linked by
         // test targets only, never by the executable.
-        .target(name: "TestSupport", dependencies: ["Clocks"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Clocks", "AppleID"], swiftSettings: strict),
 
         .testTarget(name: "PostgresTests", dependencies: ["TestSupport", "Postgres"], swiftSettings: strict),
         .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres"], swiftSettings: strict),

@@ -145,7 +145,7 @@ enum DoctorCommand {
     /// Mints a short-lived client secret and verifies it with the key's own public key.
     /// - Returns: the secret's fingerprint (safe to print).
     static func mintCheck(_ credentials: AppleCredentials) throws -> String {
-        let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: 300)
+        let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: .seconds(300))
         let parts = try JWS.split(minted.token)
         guard parts.signature.count == 64,
               credentials.privateKey.publicKey.verifyES256(signature: parts.signature, message: parts.signingInput) else {

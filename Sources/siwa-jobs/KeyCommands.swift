@@ -36,8 +36,8 @@ enum ClientSecretCommand {
         let args = try Arguments(words, valueFlags: ["team-id", "key-id", "key-file", "client-id", "lifetime-seconds"])
         try args.noPositionals("client-secret")
         let credentials = try settings.credentials(arguments: args)
-        let lifetime = try args.seconds("lifetime-seconds", in: 60...(ClientSecret.maximumLifetime - ClientSecret.issuedAtBackdate)) ?? 3600
-        let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: lifetime)
+        let lifetime = try args.seconds("lifetime-seconds", in: 60...(ClientSecret.maximumLifetime - ClientSecret.issuedAtBackdate).seconds) ?? 3600
+        let minted = try ClientSecret.mint(credentials: credentials, now: Date(), lifetime: .seconds(lifetime))
         say(minted.token)
         FileHandle.standardError.write(Data("client secret for \(credentials.clientID) (team \(credentials.teamID), kid \(credentials.keyID)) expires \(minted.expiresAt)\n".utf8))
         return 0

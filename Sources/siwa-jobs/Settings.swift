@@ -86,7 +86,7 @@ struct Settings {
             return try AppleCredentials(teamID: team, keyID: kid, clientID: client, privateKey: key)
         } catch {
             let names = ["teamID": "SIWA_TEAM_ID / --team-id", "keyID": "SIWA_KEY_ID / --key-id", "clientID": "SIWA_CLIENT_ID / --client-id"]
-            throw ConfigError(message: "\(names[error.field] ?? error.field): \(error.message)")
+            throw ConfigError(message: "\(error.setting.map { names[$0] ?? $0 } ?? "credentials"): \(error.message)")
         }
     }
 

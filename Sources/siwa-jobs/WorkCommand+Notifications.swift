@@ -20,7 +20,7 @@ extension WorkCommand {
         let registry = AppleClientRegistry([(teamID: credentials.teamID, client: client)])
         let verifier: JWTVerifier
         do {
-            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: try settings.jwksRefetchSeconds())
+            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: .seconds(fractional: try settings.jwksRefetchSeconds()))
             verifier = try JWTVerifier(keys: cache,
                                        clientIDs: settings.notificationClientIDs(primary: credentials.clientID))
         } catch {
