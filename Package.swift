@@ -49,7 +49,7 @@ let package = Package(
 
         // Test doubles (manual clock, scripted transport, in-memory job store, log sink): linked by
         // test targets only, never by the executable.
-        .target(name: "TestSupport", dependencies: ["Clocks"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Clocks", "AppleID"], swiftSettings: strict),
 
         .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "TestSupport"], swiftSettings: strict),

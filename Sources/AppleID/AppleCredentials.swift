@@ -1,3 +1,4 @@
+import SIWACore
 import SIWACrypto
 
 /// What Apple needs to authenticate one client (Apple "Creating a client secret"): the Team ID
@@ -9,12 +10,12 @@ public struct AppleCredentials: Sendable, CustomStringConvertible {
     public let clientID: String
     public let privateKey: P256PrivateKey
 
-    /// - Throws: `AppleConfigurationError` naming the field:
+    /// - Throws: `ConfigurationError` whose `setting` names the field:
     ///   - `teamID`, `keyID`: exactly 10 characters `A-Z0-9`;
     ///   - `clientID`: non-empty, no whitespace, reverse-DNS (`com.example.app`: at least two
     ///     dot-separated labels of `A-Za-z0-9-`), not the team ID and not prefixed by it
     ///     (Apple: the client ID "must not include your Team ID").
-    public init(teamID: String, keyID: String, clientID: String, privateKey: P256PrivateKey) throws(AppleConfigurationError) {
+    public init(teamID: String, keyID: String, clientID: String, privateKey: P256PrivateKey) throws(ConfigurationError) {
         try Self.checkIdentifier(teamID, field: "teamID", what: "Team ID")
         try Self.checkIdentifier(keyID, field: "keyID", what: "Key ID")
         try Self.checkClientID(clientID, teamID: teamID)
@@ -26,38 +27,38 @@ public struct AppleCredentials: Sendable, CustomStringConvertible {
 
     /// Same as the designated init, loading the key from .p8 PEM text (any layout that
     /// `P256PrivateKey(pem:)` accepts).
-    /// - Throws: `AppleConfigurationError` with field `privateKey` carrying the `CryptoError` text.
-    public init(teamID: String, keyID: String, clientID: String, privateKeyPEM: String) throws(AppleConfigurationError) {
+    /// - Throws: `ConfigurationError` with setting `privateKey` carrying the `CryptoError` text.
+    public init(teamID: String, keyID: String, clientID: String, privateKeyPEM: String) throws(ConfigurationError) {
         let key: P256PrivateKey
         do {
             key = try P256PrivateKey(pem: privateKeyPEM)
         } catch {
-            throw AppleConfigurationError(field: "privateKey", message: error.description)
+            throw ConfigurationError(error.description, setting: "privateKey")
         }
         try self.init(teamID: teamID, keyID: keyID, clientID: clientID, privateKey: key)
     }
 
     public var description: String { "AppleCredentials(team: \(teamID), key: \(keyID), client: \(clientID))" }
 
-    private static func checkIdentifier(_ value: String, field: String, what: String) throws(AppleConfigurationError) {
+    private static func checkIdentifier(_ value: String, field: String, what: String) throws(ConfigurationError) {
         let allowed: (Character) -> Bool = { $0.isASCII && ($0.isUppercase || $0.isNumber) }
         if value.count != 10 {
-            throw AppleConfigurationError(field: field, message: "\(what) must be exactly 10 characters A-Z or 0-9 (got \(value.count))")
+            throw ConfigurationError("\(what) must be exactly 10 characters A-Z or 0-9 (got \(value.count))", setting: field)
         }
         if let bad = value.first(where: { !allowed($0) }) {
-            throw AppleConfigurationError(field: field, message: "\(what) must be 10 characters A-Z or 0-9; '\(bad)' is not allowed")
+            throw ConfigurationError("\(what) must be 10 characters A-Z or 0-9; '\(bad)' is not allowed", setting: field)
         }
     }
 
-    private static func checkClientID(_ value: String, teamID: String) throws(AppleConfigurationError) {
+    private static func checkClientID(_ value: String, teamID: String) throws(ConfigurationError) {
         guard !value.isEmpty else {
-            throw AppleConfigurationError(field: "clientID", message: "client ID is empty")
+            throw ConfigurationError("client ID is empty", setting: "clientID")
         }
         guard !value.contains(where: { $0.isWhitespace }) else {
-            throw AppleConfigurationError(field: "clientID", message: "client ID contains whitespace")
+            throw ConfigurationError("client ID contains whitespace", setting: "clientID")
         }
         guard value != teamID, !value.hasPrefix(teamID + ".") else {
-            throw AppleConfigurationError(field: "clientID", message: "client ID must be the bundle ID or Services ID without the Team ID")
+            throw ConfigurationError("client ID must be the bundle ID or Services ID without the Team ID", setting: "clientID")
         }
         let labels = value.split(separator: ".", omittingEmptySubsequences: false)
         let labelOK: (Substring) -> Bool = { label in
@@ -66,7 +67,7 @@ public struct AppleCredentials: Sendable, CustomStringConvertible {
             }
         }
         guard labels.count >= 2, labels.allSatisfy(labelOK) else {
-            throw AppleConfigurationError(field: "clientID", message: "client ID must be reverse-DNS like com.example.app (letters, digits, '-', dot-separated)")
+            throw ConfigurationError("client ID must be reverse-DNS like com.example.app (letters, digits, '-', dot-separated)", setting: "clientID")
         }
     }
 }

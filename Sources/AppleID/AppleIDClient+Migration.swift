@@ -5,23 +5,20 @@ extension AppleIDClient {
     /// - Parameters:
     ///   - target: the **recipient** team's 10-character Team ID (not your own).
     ///   - accessToken: a `client_credentials` token for scope `user.migration`.
-    public func exchangeSub(_ sub: String, target: String, accessToken: String) async -> Result<String, AppleIDError> {
-        await post("/auth/usermigrationinfo", [("sub", sub), ("target", target)], bearer: accessToken).flatMap { response in
-            parseObject(response).flatMap { object in
-                guard let transferSub = LenientJSON.nonEmptyString(object["transfer_sub"]) else {
-                    return .failure(.malformedSuccess(response.status, "missing transfer_sub"))
-                }
-                return .success(transferSub)
-            }
+    /// - Throws: `AppleIDError`; `invalid_request` (permanent) is a per-user refusal, `invalid_grant`
+    ///   an expired token or a closed migration window.
+    public func exchangeSub(_ sub: String, target: String, accessToken: String) async throws(AppleIDError) -> String {
+        let response = try await post("/auth/usermigrationinfo", [("sub", sub), ("target", target)], bearer: accessToken)
+        guard let transferSub = LenientJSON.nonEmptyString(try parseObject(response)["transfer_sub"]) else {
+            throw .malformedSuccess(response.status, "missing transfer_sub")
         }
+        return transferSub
     }
 
     /// Recipient team: `transfer_sub` → the new team-scoped `sub`, relay `email`, `is_private_email`.
-    public func exchangeTransferSub(_ transferSub: String, accessToken: String) async -> Result<MigratedUser, AppleIDError> {
-        await post("/auth/usermigrationinfo", [("transfer_sub", transferSub)], bearer: accessToken).flatMap { response in
-            parseObject(response).flatMap { object in
-                MigratedUser.parse(object).mapError { .malformedSuccess(response.status, $0.reason) }
-            }
-        }
+    /// - Throws: `AppleIDError`, as `exchangeSub`.
+    public func exchangeTransferSub(_ transferSub: String, accessToken: String) async throws(AppleIDError) -> MigratedUser {
+        let response = try await post("/auth/usermigrationinfo", [("transfer_sub", transferSub)], bearer: accessToken)
+        return try MigratedUser.parse(try parseObject(response), status: response.status)
     }
 }

@@ -1,14 +1,19 @@
+import Clocks
+
 /// A failed call to Apple, classified for the job policy (reference/apple-api.md §2.6 and §9).
+/// Every `AppleIDClient` call throws this and only this.
 ///
-/// `description` is safe to log: it never contains a token or client secret. Apple's free-text
-/// `error_description`, when present, is included truncated to 200 characters; never branch on it.
+/// - `errorClass` is the opaque code callers branch on; `appleError` (Apple's `error` member),
+///   `httpStatus`, `retryAfter` and `transportKind` are the context.
+/// - `description` is safe to log: it never contains a token or client secret. Apple's free-text
+///   `error_description`, when present, is included truncated to 200 characters; never branch on it.
 public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable {
     public enum Class: Sendable, Equatable {
         /// Retrying will not help for this item (e.g. `invalid_grant`: the token is dead).
         case permanent
         /// Our configuration is wrong (e.g. `invalid_client`): stop the batch and alert.
         case configuration
-        /// Retry later with backoff, honouring `retryAfterSeconds` (429, 5xx, timeouts, HTML).
+        /// Retry later with backoff, honouring `retryAfter` (429, 5xx, timeouts, HTML).
         case transient
     }
 
@@ -18,8 +23,8 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
     public let appleError: String?
     /// HTTP status, nil when no response arrived.
     public let httpStatus: Int?
-    /// Parsed `Retry-After` in seconds (delta-seconds or HTTP-date), nil if absent.
-    public let retryAfterSeconds: Double?
+    /// Parsed `Retry-After` (delta-seconds or HTTP-date, RFC 9110 §10.2.3), nil if absent.
+    public let retryAfter: Duration?
     /// What went wrong, safe to log.
     public let detail: String
     /// Set when the failure came from the transport (no HTTP response).
@@ -29,14 +34,14 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
         errorClass: Class,
         appleError: String? = nil,
         httpStatus: Int? = nil,
-        retryAfterSeconds: Double? = nil,
+        retryAfter: Duration? = nil,
         detail: String,
         transportKind: TransportError.Kind? = nil
     ) {
         self.errorClass = errorClass
         self.appleError = appleError
         self.httpStatus = httpStatus
-        self.retryAfterSeconds = retryAfterSeconds
+        self.retryAfter = retryAfter
         self.detail = detail
         self.transportKind = transportKind
     }
@@ -47,11 +52,12 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
     /// True when the calling task was cancelled (the item should simply be released).
     public var isCancellation: Bool { transportKind == .cancelled }
 
+    /// `apple <class> [http=N] [error=code] [retry_after=Ns]: detail`.
     public var description: String {
         var parts = ["apple \(errorClass)"]
         if let httpStatus { parts.append("http=\(httpStatus)") }
         if let appleError { parts.append("error=\(appleError)") }
-        if let retryAfterSeconds { parts.append("retry_after=\(retryAfterSeconds)s") }
+        if let retryAfter { parts.append("retry_after=\(retryAfter.seconds)s") }
         return parts.joined(separator: " ") + ": " + detail
     }
 

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import SIWACrypto
 
@@ -9,39 +10,40 @@ import SIWACrypto
 public struct ClientSecret: Sendable {
     /// Apple's audience claim.
     public static let audience = "https://appleid.apple.com"
-    /// Longest lifetime Apple accepts, in seconds (`exp` at most 15 777 000 s after now).
-    public static let maximumLifetime: TimeInterval = 15_777_000
-    /// Shortest lifetime this code will mint, in seconds.
-    public static let minimumLifetime: TimeInterval = 60
-    /// `iat` is back-dated by this many seconds so small clock skew does not make the secret
-    /// look issued in the future (Apple rejects those with `invalid_client`).
-    public static let issuedAtBackdate: TimeInterval = 5
+    /// Longest lifetime Apple accepts (`exp` at most 15 777 000 s after now).
+    public static let maximumLifetime: Duration = .seconds(15_777_000)
+    /// Shortest lifetime this code will mint.
+    public static let minimumLifetime: Duration = .seconds(60)
+    /// How far `iat` is back-dated, so small clock skew does not make the secret look issued in
+    /// the future (Apple rejects those with `invalid_client`).
+    public static let issuedAtBackdate: Duration = .seconds(5)
 
     /// Mints a signed client secret.
     /// - Parameters:
     ///   - now: current time; `iat = floor(now) - 5`, `exp = floor(now) + lifetime`.
-    ///   - lifetime: seconds, clamped to 60...15 777 000.
+    ///   - lifetime: clamped to 60 s ... 15 777 000 s minus the back-date, whole seconds.
     /// - Returns: the compact JWS and its expiry (`exp`).
-    /// - Throws: `AppleConfigurationError` (field `lifetime`) for a non-finite lifetime;
-    ///   `CryptoError` if signing fails.
-    public static func mint(credentials: AppleCredentials, now: Date, lifetime: TimeInterval = 3600) throws -> (token: String, expiresAt: Date) {
-        guard lifetime.isFinite else {
-            throw AppleConfigurationError(field: "lifetime", message: "client secret lifetime must be a finite number of seconds")
-        }
+    /// - Throws: `CryptoError` if signing (or encoding the JOSE header or claims) fails.
+    public static func mint(credentials: AppleCredentials, now: Date, lifetime: Duration = .seconds(3600)) throws(CryptoError) -> (token: String, expiresAt: Date) {
         // exp - iat stays within the maximum too, since iat is back-dated.
         let clamped = min(max(lifetime, minimumLifetime), maximumLifetime - issuedAtBackdate)
         let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
         let claims = Claims(
             iss: credentials.teamID,
-            iat: nowSeconds - Int64(issuedAtBackdate),
-            exp: nowSeconds + Int64(clamped),
+            iat: nowSeconds - issuedAtBackdate.components.seconds,
+            exp: nowSeconds + clamped.components.seconds,
             aud: audience,
             sub: credentials.clientID
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let header = try encoder.encode(Header(alg: "ES256", kid: credentials.keyID))
-        let payload = try encoder.encode(claims)
+        let header: Data, payload: Data
+        do {
+            header = try encoder.encode(Header(alg: "ES256", kid: credentials.keyID))
+            payload = try encoder.encode(claims)
+        } catch {
+            throw CryptoError(code: "jws.json", message: "the client secret header or claims could not be encoded")
+        }
         let token = try JWS.es256(headerJSON: Array(header), payloadJSON: Array(payload), key: credentials.privateKey)
         return (token, Date(timeIntervalSince1970: TimeInterval(claims.exp)))
     }

@@ -1,16 +1,18 @@
+import Clocks
 import Foundation
+import SIWACrypto
 import Synchronization
 
 /// Thread-safe cache of the current client secret. Returns the cached secret while more than
-/// `refreshMargin` seconds remain before its `exp`; otherwise mints a new one (under the lock,
-/// so concurrent callers mint once). The clock is injected for tests.
+/// `refreshMargin` remains before its `exp` on the injected clock; otherwise mints a new one
+/// (under the lock, so concurrent callers mint once).
 public final class ClientSecretProvider: Sendable {
     public let credentials: AppleCredentials
-    /// Lifetime of each minted secret, seconds (clamped by `ClientSecret.mint` to 60...15 777 000).
-    public let lifetime: TimeInterval
-    /// Re-mint when fewer than this many seconds remain; at most half the lifetime.
-    public let refreshMargin: TimeInterval
-    private let clock: @Sendable () -> Date
+    /// Lifetime of each minted secret (60 s ... 15 777 000 s).
+    public let lifetime: Duration
+    /// Re-mint when less than this remains; at most half the lifetime.
+    public let refreshMargin: Duration
+    private let clock: any WallClock
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -20,22 +22,22 @@ public final class ClientSecretProvider: Sendable {
     }
 
     /// - Parameters:
-    ///   - lifetime: seconds each secret is valid (default 3600).
-    ///   - refreshMargin: seconds before expiry at which to re-mint (default 300); clamped to
-    ///     0...lifetime/2 so a secret is always reused for at least half its life.
-    ///   - clock: current time source (default `Date.init`).
+    ///   - lifetime: how long each secret is valid (default 1 hour); clamped to
+    ///     `ClientSecret.minimumLifetime ... ClientSecret.maximumLifetime`.
+    ///   - refreshMargin: how long before expiry to re-mint (default 5 minutes); clamped to
+    ///     0 ... lifetime/2 so a secret is always reused for at least half its life.
+    ///   - clock: the time `iat`/`exp` are minted from and expiry is judged by (default the
+    ///     system clock).
     public init(
         credentials: AppleCredentials,
-        lifetime: TimeInterval = 3600,
-        refreshMargin: TimeInterval = 300,
-        clock: @escaping @Sendable () -> Date = Date.init
+        lifetime: Duration = .seconds(3600),
+        refreshMargin: Duration = .seconds(300),
+        clock: any WallClock = SystemClock()
     ) {
-        let effectiveLifetime = lifetime.isFinite
-            ? min(max(lifetime, ClientSecret.minimumLifetime), ClientSecret.maximumLifetime)
-            : 3600
+        let effectiveLifetime = min(max(lifetime, ClientSecret.minimumLifetime), ClientSecret.maximumLifetime)
         self.credentials = credentials
         self.lifetime = effectiveLifetime
-        self.refreshMargin = refreshMargin.isFinite ? min(max(refreshMargin, 0), effectiveLifetime / 2) : 300
+        self.refreshMargin = min(max(refreshMargin, .zero), effectiveLifetime / 2)
         self.clock = clock
     }
 
@@ -44,10 +46,10 @@ public final class ClientSecretProvider: Sendable {
 
     /// The current secret, minting a new one if none is cached or it is near expiry.
     /// - Throws: `CryptoError` if signing fails.
-    public func secret() throws -> String {
-        try state.withLock { state throws -> String in
-            let now = clock()
-            if let token = state.token, state.expiresAt.timeIntervalSince(now) > refreshMargin {
+    public func secret() throws(CryptoError) -> String {
+        try state.withLock { (state) throws(CryptoError) -> String in
+            let now = clock.now
+            if let token = state.token, state.expiresAt.timeIntervalSince(now) > refreshMargin.seconds {
                 return token
             }
             let minted = try ClientSecret.mint(credentials: credentials, now: now, lifetime: lifetime)

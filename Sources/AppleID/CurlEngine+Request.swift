@@ -1,10 +1,11 @@
 import CCurl
+import Clocks
 
 extension CurlEngine {
     /// Applies the request's URL, method, headers, body and timeout to a (reset) easy handle.
     func configure(_ easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) -> CURLcode {
         let request = transfer.request
-        let timeoutMS = Int(max(1, min(request.timeoutSeconds, 3600)) * 1000)
+        let timeoutMS = Int(max(1, min(request.timeout.seconds, 3600)) * 1000)
         let userdata = Unmanaged.passUnretained(transfer).toOpaque()
         var headerList: UnsafeMutablePointer<curl_slist>?
         for (name, value) in request.headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
@@ -39,17 +40,19 @@ extension CurlEngine {
         return steps.first { $0 != CURLE_OK } ?? CURLE_OK
     }
 
-    /// Turns a finished transfer into a response or a classified transport error.
-    func result(for transfer: CurlTransfer, code: CURLcode) -> Result<HTTPResponse, TransportError> {
+    /// The response of a finished transfer.
+    /// - Throws: `TransportError` classified from the curl code (`kind(of:)`), or `.other` when
+    ///   the body exceeded `maxResponseBytes`.
+    func response(for transfer: CurlTransfer, code: CURLcode) throws(TransportError) -> HTTPResponse {
         if transfer.overflow {
-            return .failure(TransportError(kind: .other, message: "response body exceeds \(transfer.maxResponseBytes) bytes"))
+            throw TransportError(kind: .other, message: "response body exceeds \(transfer.maxResponseBytes) bytes")
         }
         guard code == CURLE_OK, let easy = transfer.easy else {
-            return .failure(TransportError(kind: Self.kind(of: code), message: Self.describe(code)))
+            throw TransportError(kind: Self.kind(of: code), message: Self.describe(code))
         }
         var status = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        return .success(HTTPResponse(status: status, headers: transfer.headers, body: transfer.body))
+        return HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)
     }
 
     static func kind(of code: CURLcode) -> TransportError.Kind {

@@ -100,7 +100,8 @@ final class CurlEngine: @unchecked Sendable {
             while let message = curl_multi_info_read(multi, &queued) {
                 guard ccurl_msg_is_done(message) != 0, let easy = message.pointee.easy_handle,
                       let transfer = byHandle[easy] else { continue }
-                finish(transfer, result(for: transfer, code: ccurl_msg_result(message)))
+                let code = ccurl_msg_result(message)
+                finish(transfer, Result { () throws(TransportError) in try response(for: transfer, code: code) })
             }
             _ = curl_multi_poll(multi, nil, 0, 1000, nil)
         }

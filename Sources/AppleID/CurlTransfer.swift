@@ -5,6 +5,8 @@ import Synchronization
 /// thread through the engine's locked inbox; after that only the loop thread touches its
 /// mutable fields (the inbox lock orders the hand-off), so `@unchecked Sendable` is sound.
 final class CurlTransfer: @unchecked Sendable {
+    /// The waiting `send`. A non-throwing continuation carrying the outcome, because checked
+    /// continuations can only throw `any Error`; `CurlTransport.send` rethrows it typed.
     typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
 
     let id: Int

@@ -1,19 +1,21 @@
-/// One HTTP request as the Apple client sends it. `timeoutSeconds` bounds the whole transfer
-/// (connect + send + receive), in seconds. `description` shows method, URL and body size only:
-/// bodies carry client secrets and tokens, and headers may carry a Bearer token.
+/// One HTTP request as the Apple client sends it. `timeout` bounds the whole transfer
+/// (connect + send + receive). `description` shows method, URL and body size only: bodies carry
+/// client secrets and tokens, and headers may carry a Bearer token.
 public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable {
     public var method: String
     public var url: String
     public var headers: [(String, String)]
     public var body: [UInt8]
-    public var timeoutSeconds: Double
+    public var timeout: Duration
 
-    public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeoutSeconds: Double = 15) {
+    /// - Parameter timeout: for the whole transfer (default 15 s); `CurlTransport` applies
+    ///   1 s ... 1 hour.
+    public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Duration = .seconds(15)) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
-        self.timeoutSeconds = timeoutSeconds
+        self.timeout = timeout
     }
 
     /// First value of a header, matched case-insensitively.
@@ -51,7 +53,7 @@ public struct HTTPResponse: Sendable, CustomStringConvertible, CustomReflectable
 /// error text) and never contains request bodies or headers.
 public struct TransportError: Error, Sendable, CustomStringConvertible, Equatable {
     public enum Kind: Sendable, Equatable {
-        /// The transfer exceeded `timeoutSeconds`.
+        /// The transfer exceeded the request's `timeout`.
         case timeout
         /// No connection could be made (refused, DNS, TLS handshake).
         case connectionFailed
@@ -75,7 +77,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
 }
 
 /// The seam between the Apple client and the network. `CurlTransport` is the real one;
-/// `ScriptedTransport` is the in-memory twin for tests.
+/// `TestSupport.ScriptedTransport` is the in-memory twin for tests.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response for any HTTP status (non-2xx is not an error
     /// here). Throws only when no response was obtained.

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 
 /// A `client_credentials` access token for scope `user.migration` (apple-api.md §2.4), as handed
@@ -18,8 +19,8 @@ public struct MigrationToken: Sendable, Equatable, CustomStringConvertible, Cust
 /// One migration access token per team and client, shared by every in-flight item.
 ///
 /// - The token is minted on first use (`POST /auth/token`, `grant_type=client_credentials`,
-///   `scope=user.migration`) and reused until `refreshMarginSeconds` before its `expires_in`
-///   (Apple: one hour, usable many times; forum thread 761277).
+///   `scope=user.migration`) and reused until `refreshMargin` before its `expires_in` on the
+///   injected clock (Apple: one hour, usable many times; forum thread 761277).
 /// - Minting is single-flight: callers arriving while a mint is in flight wait for that mint.
 /// - `invalidate(_:)` drops the current token when Apple answered `invalid_grant` for it; the
 ///   next `token()` mints once for everyone. A stale invalidation (older generation) is ignored.
@@ -27,29 +28,31 @@ public struct MigrationToken: Sendable, Equatable, CustomStringConvertible, Cust
 ///   to pause or retry).
 public actor MigrationTokenProvider {
     public let client: AppleIDClient
-    /// Seconds before expiry at which the token is no longer handed out (at most half its life).
-    public let refreshMarginSeconds: Double
-    private let clock: @Sendable () -> Date
-    private var current: MigrationToken?
+    /// How long before expiry the token is no longer handed out (at most half its life).
+    public let refreshMargin: Duration
+    private let clock: any WallClock
+    /// The mint in flight. Its task yields the outcome as a value (a `Task` can only throw
+    /// `any Error`); `token()` rethrows it typed.
     private var inflight: (id: Int, task: Task<Result<TokenResponse, AppleIDError>, Never>)?
+    private var current: MigrationToken?
     private var nextMintID = 0
     /// Successful mints so far.
     public private(set) var mints = 0
 
     /// - Parameters:
-    ///   - refreshMarginSeconds: default 300 s.
-    ///   - clock: injectable for tests.
-    public init(client: AppleIDClient, refreshMarginSeconds: Double = 300, clock: @escaping @Sendable () -> Date = Date.init) {
+    ///   - refreshMargin: default 5 minutes; negative values mean zero.
+    ///   - clock: judges expiry (default the system clock).
+    public init(client: AppleIDClient, refreshMargin: Duration = .seconds(300), clock: any WallClock = SystemClock()) {
         self.client = client
-        self.refreshMarginSeconds = max(0, refreshMarginSeconds)
+        self.refreshMargin = max(.zero, refreshMargin)
         self.clock = clock
     }
 
     /// The current token, minting one if there is none or it is about to expire.
-    /// - Returns: the token, or the mint's classified error (`invalid_client`/`invalid_scope` are
-    ///   configuration errors; 429/5xx/timeouts transient).
-    public func token() async -> Result<MigrationToken, AppleIDError> {
-        if let current, clock() < current.refreshAfter { return .success(current) }
+    /// - Throws: the mint's `AppleIDError` (`invalid_client`/`invalid_scope` are configuration
+    ///   errors; 429/5xx/timeouts transient).
+    public func token() async throws(AppleIDError) -> MigrationToken {
+        if let current, clock.now < current.refreshAfter { return current }
         current = nil
         let mint: (id: Int, task: Task<Result<TokenResponse, AppleIDError>, Never>)
         if let inflight {
@@ -57,7 +60,13 @@ public actor MigrationTokenProvider {
         } else {
             nextMintID += 1
             let client = self.client
-            mint = (nextMintID, Task { await client.clientCredentialsToken(scope: "user.migration") })
+            mint = (nextMintID, Task {
+                do throws(AppleIDError) {
+                    return .success(try await client.clientCredentialsToken(scope: "user.migration"))
+                } catch {
+                    return .failure(error)
+                }
+            })
             inflight = mint
         }
         let result = await mint.task.value
@@ -68,19 +77,15 @@ public actor MigrationTokenProvider {
                 // A missing or tiny expires_in would mean one mint per item: trust at least 60 s
                 // (an expired token answers invalid_grant, which re-mints once anyway).
                 let life = max(Double(response.expiresIn), 60)
-                let margin = min(refreshMarginSeconds, life / 2)
+                let margin = min(refreshMargin.seconds, life / 2)
                 current = MigrationToken(value: response.accessToken, generation: mints,
-                                         refreshAfter: clock().addingTimeInterval(life - margin))
+                                         refreshAfter: clock.now.addingTimeInterval(life - margin))
             }
         }
-        switch result {
-        case .success:
-            if let current { return .success(current) }
-            // Installed by another waiter and already invalidated meanwhile: mint again.
-            return await token()
-        case .failure(let error):
-            return .failure(error)
-        }
+        _ = try result.get()
+        if let current { return current }
+        // Installed by another waiter and already invalidated meanwhile: mint again.
+        return try await token()
     }
 
     /// Drops `token` if it is still the current one (Apple answered `invalid_grant` for it).

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 
 /// Maps an HTTP response from Apple to success or an `AppleIDError` (apple-api.md §2.6, §9):
@@ -20,31 +21,31 @@ enum ResponseClassifier {
         let retryAfter = RetryAfter.parse(response.header("Retry-After"), now: now)
         if status == 408 || status == 429 || (500..<600).contains(status) {
             let what = status == 429 ? "rate limited" : status == 408 ? "request timeout" : "server error"
-            return AppleIDError(errorClass: .transient, httpStatus: status, retryAfterSeconds: retryAfter, detail: "HTTP \(status) \(what)")
+            return AppleIDError(errorClass: .transient, httpStatus: status, retryAfter: retryAfter, detail: "HTTP \(status) \(what)")
         }
         if (300..<400).contains(status) {
             return AppleIDError(errorClass: .configuration, httpStatus: status, detail: "HTTP \(status) redirect; check the base URL")
         }
         guard !response.body.isEmpty else {
-            return AppleIDError(errorClass: .permanent, httpStatus: status, retryAfterSeconds: retryAfter, detail: "HTTP \(status) with an empty body")
+            return AppleIDError(errorClass: .permanent, httpStatus: status, retryAfter: retryAfter, detail: "HTTP \(status) with an empty body")
         }
         guard let object = jsonObject(response.body) else {
             return unparseable(response, retryAfter: retryAfter)
         }
         guard let code = object["error"] as? String, !code.isEmpty else {
-            return AppleIDError(errorClass: .permanent, httpStatus: status, retryAfterSeconds: retryAfter, detail: "HTTP \(status) without an error code")
+            return AppleIDError(errorClass: .permanent, httpStatus: status, retryAfter: retryAfter, detail: "HTTP \(status) without an error code")
         }
         let errorClass: AppleIDError.Class = configurationCodes.contains(code) ? .configuration : .permanent
         var detail = code
         if let description = object["error_description"] as? String, !description.isEmpty {
             detail += ": " + sanitized(description)
         }
-        return AppleIDError(errorClass: errorClass, appleError: code, httpStatus: status, retryAfterSeconds: retryAfter, detail: detail)
+        return AppleIDError(errorClass: errorClass, appleError: code, httpStatus: status, retryAfter: retryAfter, detail: detail)
     }
 
     /// Transient error for a body that is not JSON (HTML edge page, truncated JSON).
-    static func unparseable(_ response: HTTPResponse, retryAfter: Double? = nil) -> AppleIDError {
-        AppleIDError(errorClass: .transient, httpStatus: response.status, retryAfterSeconds: retryAfter,
+    static func unparseable(_ response: HTTPResponse, retryAfter: Duration? = nil) -> AppleIDError {
+        AppleIDError(errorClass: .transient, httpStatus: response.status, retryAfter: retryAfter,
                      detail: "unparseable response body (\(mediaType(response)))")
     }
 
@@ -69,16 +70,16 @@ enum ResponseClassifier {
 
 /// `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date.
 public enum RetryAfter {
-    /// Seconds to wait from `now`, never negative; nil if absent or unparseable.
-    public static func parse(_ value: String?, now: Date) -> Double? {
+    /// How long to wait from `now`, never negative; nil if absent or unparseable.
+    public static func parse(_ value: String?, now: Date) -> Duration? {
         guard let text = value?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-        if text.allSatisfy(\.isNumber), let seconds = Double(text) { return seconds }
+        if text.allSatisfy(\.isNumber), let seconds = Double(text) { return .seconds(fractional: seconds) }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return max(0, date.timeIntervalSince(now)) }
+            if let date = formatter.date(from: text) { return .seconds(fractional: date.timeIntervalSince(now)) }
         }
         return nil
     }

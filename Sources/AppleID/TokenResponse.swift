@@ -6,7 +6,7 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     public let accessToken: String
     /// As sent (e.g. "Bearer"); always equal to "bearer" ignoring case.
     public let tokenType: String
-    /// Access-token lifetime in seconds.
+    /// Access-token lifetime in whole seconds, as Apple sends it (`expires_in`).
     public let expiresIn: Int
     /// Only on the authorization_code grant; absent when validating a refresh token.
     public let refreshToken: String?
@@ -21,30 +21,31 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
         self.idToken = idToken
     }
 
-    /// Parses a JSON object. Returns a reason (safe to log) when a required field is missing
-    /// or has the wrong shape.
-    static func parse(_ object: [String: Any]) -> Result<TokenResponse, MalformedBody> {
+    /// Parses the JSON object of a 2xx answer with HTTP `status`.
+    /// - Throws: `AppleIDError` (permanent, `malformed success body: <reason>`) when a required
+    ///   field is missing or has the wrong shape.
+    static func parse(_ object: [String: Any], status: Int) throws(AppleIDError) -> TokenResponse {
         guard let accessToken = object["access_token"] as? String, !accessToken.isEmpty else {
-            return .failure(MalformedBody(reason: "missing access_token"))
+            throw .malformedSuccess(status, "missing access_token")
         }
         let tokenType = object["token_type"] as? String ?? "Bearer"
         guard tokenType.lowercased() == "bearer" else {
-            return .failure(MalformedBody(reason: "token_type is not bearer"))
+            throw .malformedSuccess(status, "token_type is not bearer")
         }
         var expiresIn = 3600
         if let raw = object["expires_in"] {
             guard let value = LenientJSON.int(raw), value >= 0 else {
-                return .failure(MalformedBody(reason: "expires_in is not a non-negative integer"))
+                throw .malformedSuccess(status, "expires_in is not a non-negative integer")
             }
             expiresIn = value
         }
-        return .success(TokenResponse(
+        return TokenResponse(
             accessToken: accessToken,
             tokenType: tokenType,
             expiresIn: expiresIn,
             refreshToken: LenientJSON.nonEmptyString(object["refresh_token"]),
             idToken: LenientJSON.nonEmptyString(object["id_token"])
-        ))
+        )
     }
 
     public var description: String {
@@ -70,13 +71,13 @@ public struct MigratedUser: Sendable, Equatable {
         self.isPrivateEmail = isPrivateEmail
     }
 
-    static func parse(_ object: [String: Any]) -> Result<MigratedUser, MalformedBody> {
+    /// Parses the JSON object of a 2xx answer with HTTP `status`.
+    /// - Throws: `AppleIDError` (permanent, `malformed success body: missing sub`).
+    static func parse(_ object: [String: Any], status: Int) throws(AppleIDError) -> MigratedUser {
         guard let sub = LenientJSON.nonEmptyString(object["sub"]) else {
-            return .failure(MalformedBody(reason: "missing sub"))
+            throw .malformedSuccess(status, "missing sub")
         }
-        return .success(MigratedUser(sub: sub, email: LenientJSON.nonEmptyString(object["email"]),
-                                     isPrivateEmail: LenientJSON.bool(object["is_private_email"])))
+        return MigratedUser(sub: sub, email: LenientJSON.nonEmptyString(object["email"]),
+                            isPrivateEmail: LenientJSON.bool(object["is_private_email"]))
     }
 }
-
-struct MalformedBody: Error { let reason: String }

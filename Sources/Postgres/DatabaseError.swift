@@ -36,30 +36,6 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         self.connectionWasLost = connectionWasLost
     }
 
-    /// True for connection errors, SQLSTATE class 08, admin/crash shutdown (57P01...57P03), or when
-    /// libpq reported the connection as bad after the call. The pool replaces such connections.
-    public var isConnectionLoss: Bool {
-        if kind == .connection || connectionWasLost { return true }
-        guard let sqlState else { return false }
-        return sqlState.hasPrefix("08") || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
-    }
-
-    /// Unique violation (23505).
-    public var isUniqueViolation: Bool { sqlState == "23505" }
-
-    /// Serialization failure (40001) or deadlock (40P01): the whole transaction may be retried.
-    public var isTransactionRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
-
-    /// The server refused our role or password (class 28: 28000, 28P01).
-    public var isInvalidCredentials: Bool { sqlState == "28000" || sqlState == "28P01" }
-
-    /// The database named in the connection settings does not exist (3D000).
-    public var isUnknownDatabase: Bool { sqlState == "3D000" }
-
-    /// A table (42P01) or schema (3F000) the statement names does not exist: typically, migrations
-    /// were not applied.
-    public var isUndefinedTable: Bool { sqlState == "42P01" || sqlState == "3F000" }
-
     public var description: String {
         let kindName: String
         switch kind {
@@ -70,11 +46,11 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         }
         var text = "PostgreSQL \(kindName) error"
         if let sqlState { text += " [SQLSTATE \(sqlState)]" }
-        return text + ": " + Self.logSafe(message, sqlState: sqlState)
+        return text + ": " + (isDataException ? Self.withoutQuotedText(message) : message)
     }
 
-    private static func logSafe(_ message: String, sqlState: String?) -> String {
-        guard let sqlState, sqlState.hasPrefix("22") else { return message }
+    /// `message` with every double-quoted span replaced by `"…"`.
+    private static func withoutQuotedText(_ message: String) -> String {
         var result = ""
         var inQuotes = false
         for character in message {
@@ -88,6 +64,83 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         if inQuotes { result.append("…") }
         return result
     }
+}
+
+/// SQLSTATE classes and conditions this code base acts on, so callers never compare raw codes
+/// (PostgreSQL 15 Appendix A, https://www.postgresql.org/docs/15/errcodes-appendix.html). Each is
+/// false when the error carries no SQLSTATE, except `isConnectionLoss`, which also covers
+/// client-side connection failures.
+extension DatabaseError {
+    /// The two-character SQLSTATE class, e.g. `23` for `23505`; nil without a SQLSTATE.
+    public var sqlStateClass: String? { sqlState.map { String($0.prefix(2)) } }
+
+    /// True for connection errors, SQLSTATE class 08 (connection exception), admin or crash
+    /// shutdown and "cannot connect now" (57P01, 57P02, 57P03), or when libpq reported the
+    /// connection as bad after the call. The pool replaces such connections.
+    public var isConnectionLoss: Bool {
+        if kind == .connection || connectionWasLost { return true }
+        return sqlStateClass == "08" || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+    }
+
+    /// Class 28, invalid authorization specification: unknown role or wrong password (28000, 28P01).
+    public var isInvalidCredentials: Bool { sqlStateClass == "28" }
+
+    /// 3D000 invalid_catalog_name: the database named in the connection does not exist.
+    public var isUnknownDatabase: Bool { sqlState == "3D000" }
+
+    /// 42P01 undefined_table: a table or view the statement names does not exist.
+    public var isUndefinedTable: Bool { sqlState == "42P01" }
+
+    /// 3F000 invalid_schema_name: the schema the statement names does not exist.
+    public var isUndefinedSchema: Bool { sqlState == "3F000" }
+
+    /// 42501 insufficient_privilege: the role may not do this (e.g. the read-only dashboard role
+    /// writing, or the worker role running DDL).
+    public var isInsufficientPrivilege: Bool { sqlState == "42501" }
+
+    /// 57014 query_canceled: `statement_timeout` expired or the statement was cancelled.
+    public var isQueryCanceled: Bool { sqlState == "57014" }
+
+    /// 55P03 lock_not_available: `lock_timeout` expired or `NOWAIT` found the row or table locked.
+    public var isLockNotAvailable: Bool { sqlState == "55P03" }
+
+    /// 40001 serialization_failure (a concurrent update under REPEATABLE READ or SERIALIZABLE).
+    public var isSerializationFailure: Bool { sqlState == "40001" }
+
+    /// 40P01 deadlock_detected: the server aborted this transaction to break a deadlock.
+    public var isDeadlock: Bool { sqlState == "40P01" }
+
+    /// Serialization failure (40001) or deadlock (40P01): the whole transaction may be retried.
+    public var isTransactionRetryable: Bool { isSerializationFailure || isDeadlock }
+
+    /// 25006 read_only_sql_transaction: a write reached a read-only transaction or a hot standby
+    /// (e.g. right after a failover, before the connection reaches the new primary).
+    public var isReadOnlyTransaction: Bool { sqlState == "25006" }
+
+    /// Class 23, integrity constraint violation: unique, foreign key, not-null, check, exclusion.
+    public var isIntegrityConstraintViolation: Bool { sqlStateClass == "23" }
+
+    /// 23505 unique_violation.
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+
+    /// 23503 foreign_key_violation.
+    public var isForeignKeyViolation: Bool { sqlState == "23503" }
+
+    /// 23502 not_null_violation.
+    public var isNotNullViolation: Bool { sqlState == "23502" }
+
+    /// 23514 check_violation.
+    public var isCheckViolation: Bool { sqlState == "23514" }
+
+    /// Class 22, data exception: a value the statement cannot use (bad input syntax, out of range,
+    /// division by zero). `description` hides quoted input for this class.
+    public var isDataException: Bool { sqlStateClass == "22" }
+
+    /// Class 53, insufficient resources: too many connections (53300), disk or memory full.
+    public var isInsufficientResources: Bool { sqlStateClass == "53" }
+
+    /// 42601 syntax_error.
+    public var isSyntaxError: Bool { sqlState == "42601" }
 }
 
 extension DatabaseError {

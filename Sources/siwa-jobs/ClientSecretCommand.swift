@@ -8,7 +8,7 @@ import SIWAJobs
 /// only thing on stdout.
 enum ClientSecretCommand: Command {
     static let lifetime = Declare.value(
-        "lifetime-seconds", "S", .seconds(in: 60...(ClientSecret.maximumLifetime - ClientSecret.issuedAtBackdate)),
+        "lifetime-seconds", "S", .seconds(in: 60...(ClientSecret.maximumLifetime - ClientSecret.issuedAtBackdate).seconds),
         default: .seconds(3600), help: "how long the secret is valid")
 
     static let spec = CommandSpec(
@@ -23,7 +23,7 @@ enum ClientSecretCommand: Command {
         let credentials = try context.configuration.credentials(flags: CredentialFlags(
             teamID: arguments[CommonOptions.teamID], keyID: arguments[CommonOptions.keyID],
             clientID: arguments[CommonOptions.clientID], keyFile: arguments[CommonOptions.keyFile]))
-        let minted = try ClientSecret.mint(credentials: credentials, now: context.clock.now, lifetime: arguments[lifetime].seconds)
+        let minted = try ClientSecret.mint(credentials: credentials, now: context.clock.now, lifetime: arguments[lifetime])
         say(minted.token)
         FileHandle.standardError.write(Data(("client secret for \(credentials.clientID) (team \(credentials.teamID), "
             + "kid \(credentials.keyID)) expires \(minted.expiresAt)\n").utf8))

@@ -105,7 +105,7 @@ struct ExitCode: Equatable, Sendable {
         if error.isUnknownDatabase || error.isInvalidCredentials {
             return (.configuration, ["database configuration error at \(database): \(error)"])
         }
-        if error.isUndefinedTable {
+        if error.isUndefinedTable || error.isUndefinedSchema {
             return (.configuration, ["the siwa schema is missing or incomplete: run 'siwa-jobs migrate' (\(error))"])
         }
         return (.software, ["\(error)"])

@@ -58,7 +58,7 @@ struct WorkerWiring {
         let refetch = try configuration.jwksRefetchInterval()
         let verifier: JWTVerifier
         do {
-            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch.seconds)
+            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch)
             verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID))
         } catch {
             throw ConfigurationError("\(error)", setting: "SIWA_CLIENT_ID / SIWA_NOTIFICATION_CLIENT_IDS")

@@ -2,11 +2,12 @@ import Foundation
 import Testing
 @testable import AppleID
 import SIWACrypto
+import TestSupport
 
 @Suite struct AppleIDClientTests {
-    static func client(_ transport: ScriptedTransport, timeout: Double = 15) throws -> AppleIDClient {
-        let provider = ClientSecretProvider(credentials: try Fixtures.credentials(), clock: TestClock().function)
-        return AppleIDClient(baseURL: "https://appleid.example/", transport: transport, secrets: provider, timeoutSeconds: timeout)
+    static func client(_ transport: ScriptedTransport, timeout: Duration = .seconds(15)) throws -> AppleIDClient {
+        let provider = ClientSecretProvider(credentials: try Fixtures.credentials(), clock: ManualClock())
+        return AppleIDClient(baseURL: "https://appleid.example/", transport: transport, secrets: provider, timeout: timeout)
     }
 
     static func reply(_ status: Int, _ body: String, contentType: String = "application/json;charset=UTF-8", headers: [(String, String)] = []) -> ScriptedTransport {
@@ -20,14 +21,14 @@ import SIWACrypto
 
     @Test func refreshValidationRequestShape() async throws {
         let transport = Self.reply(200, #"{"access_token":"a.b","token_type":"Bearer","expires_in":3600,"id_token":"x.y.z"}"#)
-        let client = try Self.client(transport, timeout: 2)
+        let client = try Self.client(transport, timeout: .seconds(2))
         let refreshToken = "r+/=& x.0.AbC"
-        let response = try await client.validateRefreshToken(refreshToken).get()
+        let response = try await client.validateRefreshToken(refreshToken)
         #expect(response == TokenResponse(accessToken: "a.b", tokenType: "Bearer", expiresIn: 3600, refreshToken: nil, idToken: "x.y.z"))
         let request = try #require(transport.requests.first)
         #expect(request.method == "POST")
         #expect(request.url == "https://appleid.example/auth/token")
-        #expect(request.timeoutSeconds == 10, "timeouts below 10 s are raised")
+        #expect(request.timeout == .seconds(10), "timeouts below 10 s are raised")
         #expect(request.header("content-type") == "application/x-www-form-urlencoded")
         #expect(request.header("authorization") == nil, "client_secret_post only")
         let body = String(decoding: request.body, as: UTF8.self)
@@ -48,7 +49,7 @@ import SIWACrypto
         (#"{"access_token":"a","token_type":"Bearer"}"#, 3600),
     ])
     func lenientTokenResponses(_ body: String, _ expiresIn: Int) async throws {
-        let response = try await Self.client(Self.reply(200, body)).validateRefreshToken("r").get()
+        let response = try await Self.client(Self.reply(200, body)).validateRefreshToken("r")
         #expect(response.expiresIn == expiresIn)
         #expect(response.idToken == nil)
         #expect(response.refreshToken == nil)
@@ -61,37 +62,40 @@ import SIWACrypto
         (#"{"access_token":"a","expires_in":"soon"}"#, "malformed success body: expires_in is not a non-negative integer"),
     ])
     func malformedSuccessIsPermanent(_ body: String, _ detail: String) async throws {
-        let result = try await Self.client(Self.reply(200, body)).validateRefreshToken("r")
-        guard case .failure(let error) = result else { Issue.record("accepted \(body)"); return }
-        #expect(error.errorClass == .permanent)
-        #expect(error.detail == detail)
-        #expect(error.httpStatus == 200)
+        let client = try Self.client(Self.reply(200, body))
+        let error = await #expect(throws: AppleIDError.self, "accepted \(body)") { try await client.validateRefreshToken("r") }
+        #expect(error?.errorClass == .permanent)
+        #expect(error?.detail == detail)
+        #expect(error?.httpStatus == 200)
     }
 
     @Test func htmlAndTruncatedSuccessBodiesAreTransient() async throws {
-        let html = try await Self.client(Self.reply(200, "<html>oops</html>", contentType: "text/html")).validateRefreshToken("r")
-        #expect(html.failureValue?.errorClass == .transient)
-        #expect(html.failureValue?.detail == "unparseable response body (text/html)")
-        let truncated = try await Self.client(Self.reply(200, #"{"access_token":"a","tok"#)).validateRefreshToken("r")
-        #expect(truncated.failureValue?.errorClass == .transient)
-        let html502 = try await Self.client(Self.reply(502, "<html/>", contentType: "text/html", headers: [("Retry-After", "30")])).validateRefreshToken("r")
-        #expect(html502.failureValue?.errorClass == .transient)
-        #expect(html502.failureValue?.retryAfterSeconds == 30)
+        let html = await Self.failure(Self.reply(200, "<html>oops</html>", contentType: "text/html")) { try await $0.validateRefreshToken("r") }
+        #expect(html?.errorClass == .transient)
+        #expect(html?.detail == "unparseable response body (text/html)")
+        let truncated = await Self.failure(Self.reply(200, #"{"access_token":"a","tok"#)) { try await $0.validateRefreshToken("r") }
+        #expect(truncated?.errorClass == .transient)
+        let html502 = await Self.failure(Self.reply(502, "<html/>", contentType: "text/html", headers: [("Retry-After", "30")])) {
+            try await $0.validateRefreshToken("r")
+        }
+        #expect(html502?.errorClass == .transient)
+        #expect(html502?.retryAfter == .seconds(30))
     }
 
     @Test func appleErrorsAreClassifiedAndNeverLeakSecrets() async throws {
         let refreshToken = "rSECRET.0.tok"
-        let invalidGrant = try await Self.client(Self.reply(400, #"{"error":"invalid_grant","error_description":"The token has expired or has been revoked."}"#))
-            .validateRefreshToken(refreshToken)
-        let error = try #require(invalidGrant.failureValue)
+        let invalidGrant = await Self.failure(Self.reply(400, #"{"error":"invalid_grant","error_description":"The token has expired or has been revoked."}"#)) {
+            try await $0.validateRefreshToken(refreshToken)
+        }
+        let error = try #require(invalidGrant)
         #expect(error.errorClass == .permanent)
         #expect(error.appleError == "invalid_grant")
         #expect(error.detail == "invalid_grant: The token has expired or has been revoked.")
         #expect(!error.description.contains("SECRET"))
         let transport = Self.reply(400, #"{"error":"invalid_client"}"#)
         let client = try Self.client(transport)
-        let invalidClient = await client.validateRefreshToken(refreshToken)
-        #expect(invalidClient.failureValue?.errorClass == .configuration)
+        let invalidClient = await #expect(throws: AppleIDError.self) { try await client.validateRefreshToken(refreshToken) }
+        #expect(invalidClient?.errorClass == .configuration)
         #expect(client.secrets.mintCount == 1)
         _ = try client.secrets.secret()
         #expect(client.secrets.mintCount == 2, "invalid_client drops the cached secret")
@@ -100,7 +104,7 @@ import SIWACrypto
     @Test(arguments: [TransportError.Kind.timeout, .connectionFailed, .connectionReset, .cancelled, .other])
     func transportFailuresAreTransient(_ kind: TransportError.Kind) async throws {
         let transport = ScriptedTransport(script: [.failure(TransportError(kind: kind, message: "curl error"))])
-        let error = try #require(await Self.client(transport).validateRefreshToken("r").failureValue)
+        let error = try #require(await Self.failure(transport) { try await $0.validateRefreshToken("r") })
         #expect(error.errorClass == .transient)
         #expect(error.transportKind == kind)
         #expect(error.httpStatus == nil && error.appleError == nil)
@@ -109,37 +113,37 @@ import SIWACrypto
 
     @Test func revokeSemantics() async throws {
         let transport = Self.reply(200, "")
-        try await Self.client(transport).revoke(token: "t o+k", hint: "refresh_token").get()
+        try await Self.client(transport).revoke(token: "t o+k", hint: "refresh_token")
         let request = try #require(transport.requests.first)
         #expect(request.url == "https://appleid.example/auth/revoke")
         #expect(Self.form(request)["token"] == "t o+k")
         #expect(Self.form(request)["token_type_hint"] == "refresh_token")
-        try await Self.client(Self.reply(200, "{}")).revoke(token: "t", hint: "access_token").get()
-        let html = try await Self.client(Self.reply(200, "<html/>", contentType: "text/html")).revoke(token: "t", hint: "access_token")
-        #expect(html.failureValue?.errorClass == .transient)
+        try await Self.client(Self.reply(200, "{}")).revoke(token: "t", hint: "access_token")
+        let html = await Self.failure(Self.reply(200, "<html/>", contentType: "text/html")) { try await $0.revoke(token: "t", hint: "access_token") }
+        #expect(html?.errorClass == .transient)
         let badHint = ScriptedTransport(script: [])
-        let hint = try await Self.client(badHint).revoke(token: "t", hint: "id_token")
-        #expect(hint.failureValue?.errorClass == .configuration)
+        let hint = await Self.failure(badHint) { try await $0.revoke(token: "t", hint: "id_token") }
+        #expect(hint?.errorClass == .configuration)
         #expect(badHint.requests.isEmpty)
-        let invalid = try await Self.client(Self.reply(400, #"{"error":"invalid_request"}"#)).revoke(token: "t", hint: "refresh_token")
-        #expect(invalid.failureValue?.errorClass == .permanent)
+        let invalid = await Self.failure(Self.reply(400, #"{"error":"invalid_request"}"#)) { try await $0.revoke(token: "t", hint: "refresh_token") }
+        #expect(invalid?.errorClass == .permanent)
     }
 
     @Test func clientCredentialsRequest() async throws {
         let transport = Self.reply(200, #"{"access_token":"beg5105.0.nx.20L","token_type":"Bearer","expires_in":3600}"#)
-        let token = try await Self.client(transport).clientCredentialsToken(scope: "user.migration").get()
+        let token = try await Self.client(transport).clientCredentialsToken(scope: "user.migration")
         #expect(token.accessToken == "beg5105.0.nx.20L")
         let form = Self.form(try #require(transport.requests.first))
         #expect(form["grant_type"] == "client_credentials")
         #expect(form["scope"] == "user.migration")
         #expect(!token.description.contains("beg5105"))
-        let scope = try await Self.client(Self.reply(400, #"{"error":"invalid_scope"}"#)).clientCredentialsToken(scope: "x")
-        #expect(scope.failureValue?.errorClass == .configuration)
+        let scope = await Self.failure(Self.reply(400, #"{"error":"invalid_scope"}"#)) { try await $0.clientCredentialsToken(scope: "x") }
+        #expect(scope?.errorClass == .configuration)
     }
 
     @Test func senderExchange() async throws {
         let transport = Self.reply(200, #"{"transfer_sub":"760417.ebbf12acbc78e1be1668ba852d492d8a.1827"}"#)
-        let transferSub = try await Self.client(transport).exchangeSub("000723.25da.0402", target: "XYZ987TEAM", accessToken: "acc+tok").get()
+        let transferSub = try await Self.client(transport).exchangeSub("000723.25da.0402", target: "XYZ987TEAM", accessToken: "acc+tok")
         #expect(transferSub == "760417.ebbf12acbc78e1be1668ba852d492d8a.1827")
         let request = try #require(transport.requests.first)
         #expect(request.url == "https://appleid.example/auth/usermigrationinfo")
@@ -147,8 +151,8 @@ import SIWACrypto
         let form = Self.form(request)
         #expect(form["sub"] == "000723.25da.0402" && form["target"] == "XYZ987TEAM")
         #expect(form["client_secret"] != nil)
-        let missing = try await Self.client(Self.reply(200, "{}")).exchangeSub("s", target: "T", accessToken: "a")
-        #expect(missing.failureValue?.detail == "malformed success body: missing transfer_sub")
+        let missing = await Self.failure(Self.reply(200, "{}")) { try await $0.exchangeSub("s", target: "T", accessToken: "a") }
+        #expect(missing?.detail == "malformed success body: missing transfer_sub")
     }
 
     @Test(arguments: [
@@ -160,7 +164,7 @@ import SIWACrypto
     ])
     func recipientExchange(_ body: String, _ isPrivate: Bool?, _ email: String?) async throws {
         let transport = Self.reply(200, body)
-        let user = try await Self.client(transport).exchangeTransferSub("760417.ebbf.1827", accessToken: "a").get()
+        let user = try await Self.client(transport).exchangeTransferSub("760417.ebbf.1827", accessToken: "a")
         #expect(user == MigratedUser(sub: "820417.faa3.0219", email: email, isPrivateEmail: isPrivate))
         #expect(Self.form(try #require(transport.requests.first))["transfer_sub"] == "760417.ebbf.1827")
     }
@@ -168,18 +172,27 @@ import SIWACrypto
     @Test func fetchKeys() async throws {
         let jwks = #"{"keys":[{"kty":"RSA","kid":"AIDOPK1","use":"sig","alg":"RS256","n":"x","e":"AQAB"}]}"#
         let transport = Self.reply(200, jwks)
-        #expect(try await Self.client(transport).fetchKeys().get() == Array(jwks.utf8))
+        #expect(try await Self.client(transport).fetchKeys() == Array(jwks.utf8))
         let request = try #require(transport.requests.first)
         #expect(request.method == "GET" && request.url == "https://appleid.example/auth/keys")
         #expect(request.body.isEmpty)
-        let html = try await Self.client(Self.reply(200, "<html/>", contentType: "text/html")).fetchKeys()
-        #expect(html.failureValue?.errorClass == .transient)
+        let html = await Self.failure(Self.reply(200, "<html/>", contentType: "text/html")) { try await $0.fetchKeys() }
+        #expect(html?.errorClass == .transient)
     }
-}
 
-extension Result {
-    var failureValue: Failure? {
-        if case .failure(let error) = self { return error }
+    /// The error a call on a client over `transport` throws; records an issue (and returns nil)
+    /// if the call returned instead.
+    static func failure<T>(_ transport: ScriptedTransport, _ call: (AppleIDClient) async throws -> T,
+                           sourceLocation: SourceLocation = #_sourceLocation) async -> AppleIDError? {
+        do {
+            _ = try await call(try client(transport))
+        } catch let error as AppleIDError {
+            return error
+        } catch {
+            Issue.record(error, sourceLocation: sourceLocation)
+            return nil
+        }
+        Issue.record("the call returned instead of throwing AppleIDError", sourceLocation: sourceLocation)
         return nil
     }
 }

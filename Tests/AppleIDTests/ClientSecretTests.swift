@@ -8,7 +8,7 @@ import SIWACrypto
 
     @Test func headerClaimsAndRawSignature() throws {
         let creds = try Fixtures.credentials()
-        let (token, expiresAt) = try ClientSecret.mint(credentials: creds, now: now, lifetime: 3600)
+        let (token, expiresAt) = try ClientSecret.mint(credentials: creds, now: now, lifetime: .seconds(3600))
         let header = Fixtures.jsonSegment(token, 0)
         let claims = Fixtures.jsonSegment(token, 1)
         #expect(header.count == 2)
@@ -28,7 +28,7 @@ import SIWACrypto
 
     @Test(arguments: [(1e12, 15_776_995.0), (15_777_001, 15_776_995), (15_777_000, 15_776_995), (1, 60), (-5, 60), (86_400, 86_400)])
     func lifetimeIsClamped(_ requested: Double, _ expected: Double) throws {
-        let (token, expiresAt) = try ClientSecret.mint(credentials: try Fixtures.credentials(), now: now, lifetime: requested)
+        let (token, expiresAt) = try ClientSecret.mint(credentials: try Fixtures.credentials(), now: now, lifetime: .seconds(requested))
         let exp = (Fixtures.jsonSegment(token, 1)["exp"] as? NSNumber)?.doubleValue ?? 0
         #expect(exp - 1_700_000_000 == expected)
         #expect(expiresAt.timeIntervalSince1970 == exp)
@@ -37,10 +37,16 @@ import SIWACrypto
         #expect(exp - iat <= 15_777_000, "exp - iat within Apple's maximum even with the back-dated iat")
     }
 
-    @Test func nonFiniteLifetimeIsAConfigurationError() throws {
-        let creds = try Fixtures.credentials()
-        #expect(throws: AppleConfigurationError.self) { try ClientSecret.mint(credentials: creds, now: now, lifetime: .nan) }
-        #expect(throws: AppleConfigurationError.self) { try ClientSecret.mint(credentials: creds, now: now, lifetime: .infinity) }
+    /// A `Duration` cannot be NaN or infinite (the old `TimeInterval` lifetime was refused as a
+    /// configuration error then); its extremes still mint a secret Apple accepts.
+    @Test(arguments: [Duration.seconds(Int64.max), .seconds(Int64.min), .zero, .nanoseconds(1), .milliseconds(59_999)])
+    func extremeLifetimesAreClampedIntoApplesRange(_ lifetime: Duration) throws {
+        let (token, expiresAt) = try ClientSecret.mint(credentials: try Fixtures.credentials(), now: now, lifetime: lifetime)
+        let claims = Fixtures.jsonSegment(token, 1)
+        let exp = Fixtures.intClaim(claims["exp"]), iat = Fixtures.intClaim(claims["iat"])
+        #expect(exp - 1_700_000_000 == (lifetime > .seconds(60) ? 15_776_995 : 60))
+        #expect(exp - iat <= 15_777_000 && exp > iat)
+        #expect(expiresAt.timeIntervalSince1970 == Double(exp))
     }
 
     /// External check: openssl verifies the secret once its raw signature is DER-encoded.
@@ -50,7 +56,7 @@ import SIWACrypto
         defer { try? FileManager.default.removeItem(at: dir) }
         try Data(creds.privateKey.publicKey.spkiPEM.utf8).write(to: dir.appendingPathComponent("pub.pem"))
         for round in 0..<3 {
-            let token = try ClientSecret.mint(credentials: creds, now: Date(), lifetime: 3600).token
+            let token = try ClientSecret.mint(credentials: creds, now: Date(), lifetime: .seconds(3600)).token
             let parts = token.split(separator: ".", omittingEmptySubsequences: false)
             let raw = try #require(Fixtures.base64URL(String(parts[2])))
             #expect(raw.count == 64, "signature segment must be raw R‖S")
@@ -69,11 +75,11 @@ import SIWACrypto
         defer { try? FileManager.default.removeItem(at: dir) }
         try Data(creds.privateKey.publicKey.spkiPEM.utf8).write(to: dir.appendingPathComponent("pub.pem"))
         let script = Shell.repositoryRoot.appendingPathComponent("scripts/verify-client-secret.py").path
-        let token = try ClientSecret.mint(credentials: creds, now: Date(), lifetime: 3600).token
+        let token = try ClientSecret.mint(credentials: creds, now: Date(), lifetime: .seconds(3600)).token
         let ok = try Shell.run(["python3", script, "pub.pem"], in: dir, stdin: token)
         #expect(ok.status == 0, "\(ok.text)")
         #expect(ok.text.contains("Verified OK"))
-        let other = try ClientSecret.mint(credentials: try Fixtures.credentials(), now: Date(), lifetime: 3600).token
+        let other = try ClientSecret.mint(credentials: try Fixtures.credentials(), now: Date(), lifetime: .seconds(3600)).token
         let bad = try Shell.run(["python3", script, "pub.pem"], in: dir, stdin: other)
         #expect(bad.status == 1)
     }

@@ -26,7 +26,7 @@ import SIWACrypto
             _ = try AppleCredentials(teamID: c.team, keyID: c.key, clientID: c.client, privateKey: key)
             Issue.record("accepted \(c)")
         } catch {
-            #expect(error.field == c.field)
+            #expect(error.setting == c.field)
         }
     }
 
@@ -43,7 +43,7 @@ import SIWACrypto
             _ = try AppleCredentials(teamID: "DEF123GHIJ", keyID: "ABC123DEFG", clientID: "com.example.app", privateKeyPEM: "nope")
             Issue.record("accepted a non-PEM key")
         } catch {
-            #expect(error.field == "privateKey")
+            #expect(error.setting == "privateKey")
             #expect(error.description.contains("pem.not_pem"))
         }
         let pem = try P256PrivateKey.generate().pkcs8PEM

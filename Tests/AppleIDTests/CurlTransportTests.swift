@@ -14,13 +14,13 @@ import Testing
         let response = try await transport.send(HTTPRequest(
             method: "POST", url: server.url("/echo"),
             headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Bearer t0k")],
-            body: body, timeoutSeconds: 10))
+            body: body, timeout: .seconds(10)))
         #expect(response.status == 200)
         #expect(response.body == body)
         #expect(response.header("x-method") == "POST")
         #expect(response.header("X-CONTENT-TYPE") == "application/x-www-form-urlencoded")
         #expect(response.header("x-authorization") == "Bearer t0k")
-        let get = try await transport.send(HTTPRequest(url: server.url("/echo"), timeoutSeconds: 10))
+        let get = try await transport.send(HTTPRequest(url: server.url("/echo"), timeout: .seconds(10)))
         #expect(get.header("X-Method") == "GET")
         #expect(get.body.isEmpty)
     }
@@ -30,7 +30,7 @@ import Testing
         defer { server.stop() }
         let transport = CurlTransport()
         defer { transport.shutdown() }
-        let response = try await transport.send(HTTPRequest(method: "POST", url: server.url("/status/503"), timeoutSeconds: 10))
+        let response = try await transport.send(HTTPRequest(method: "POST", url: server.url("/status/503"), timeout: .seconds(10)))
         #expect(response.status == 503)
         #expect(response.header("retry-after") == "7")
         #expect(response.header("content-type") == "text/html")
@@ -47,7 +47,7 @@ import Testing
             func add() {
                 let payload = Array("item=\(started)".utf8)
                 group.addTask {
-                    let r = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: payload, timeoutSeconds: 30))
+                    let r = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: payload, timeout: .seconds(30)))
                     return r.status == 200 && r.body == payload
                 }
                 started += 1
@@ -68,9 +68,9 @@ import Testing
         let transport = CurlTransport()
         defer { transport.shutdown() }
         for _ in 0..<50 {
-            _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: [1], timeoutSeconds: 10))
+            _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: [1], timeout: .seconds(10)))
         }
-        let count = try await transport.send(HTTPRequest(url: server.url("/connections"), timeoutSeconds: 10))
+        let count = try await transport.send(HTTPRequest(url: server.url("/connections"), timeout: .seconds(10)))
         #expect(String(decoding: count.body, as: UTF8.self) == "1")
     }
 
@@ -86,13 +86,13 @@ import Testing
             #expect(error.kind == .connectionReset)
         }
         do {
-            _ = try await transport.send(HTTPRequest(url: "http://127.0.0.1:1/", timeoutSeconds: 5))
+            _ = try await transport.send(HTTPRequest(url: "http://127.0.0.1:1/", timeout: .seconds(5)))
             Issue.record("connected to port 1")
         } catch {
             #expect(error.kind == .connectionFailed)
         }
         do {
-            _ = try await transport.send(HTTPRequest(url: server.url("/slow"), timeoutSeconds: 0.3))
+            _ = try await transport.send(HTTPRequest(url: server.url("/slow"), timeout: .milliseconds(300)))
             Issue.record("no timeout")
         } catch {
             #expect(error.kind == .timeout)
@@ -111,7 +111,7 @@ import Testing
         defer { server.stop() }
         let transport = CurlTransport()
         defer { transport.shutdown() }
-        let task = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeoutSeconds: 60)) }
+        let task = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeout: .seconds(60))) }
         try await Task.sleep(nanoseconds: 100_000_000)
         task.cancel()
         let result = await task.result
@@ -135,7 +135,7 @@ import Testing
         let tasks = (0..<300).map { i in
             Task { () -> TransportError.Kind? in
                 do throws(TransportError) {
-                    _ = try await transport.send(HTTPRequest(method: "POST", url: server.url(i % 2 == 0 ? "/slow" : "/echo"), body: [1], timeoutSeconds: 60))
+                    _ = try await transport.send(HTTPRequest(method: "POST", url: server.url(i % 2 == 0 ? "/slow" : "/echo"), body: [1], timeout: .seconds(60)))
                     return nil
                 } catch {
                     return error.kind
@@ -156,7 +156,7 @@ import Testing
         let server = try EchoServer()
         defer { server.stop() }
         let transport = CurlTransport()
-        let pending = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeoutSeconds: 60)) }
+        let pending = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeout: .seconds(60))) }
         try await Task.sleep(nanoseconds: 100_000_000)
         transport.shutdown()
         do {
@@ -190,9 +190,9 @@ import Testing
         let start = Date()
         try await withThrowingTaskGroup(of: Void.self) { group in
             var started = 0
-            while started < 512 { started += 1; group.addTask { _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: [1], timeoutSeconds: 30)) } }
+            while started < 512 { started += 1; group.addTask { _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: [1], timeout: .seconds(30))) } }
             while try await group.next() != nil {
-                if started < total { started += 1; group.addTask { _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: [1], timeoutSeconds: 30)) } }
+                if started < total { started += 1; group.addTask { _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/echo"), body: [1], timeout: .seconds(30))) } }
             }
         }
         let rate = Double(total) / Date().timeIntervalSince(start)

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import AppleID
+import TestSupport
 
 /// `MigrationTokenProvider`: one `client_credentials` token shared by every caller, minted once
 /// (single-flight), reused until shortly before `expires_in`, re-minted once after `invalid_grant`.
@@ -26,17 +27,17 @@ import Testing
         var mints: Int { count.withLock { $0 } }
     }
 
-    func provider(_ mint: Mint, clock: TestClock) throws -> MigrationTokenProvider {
+    func provider(_ mint: Mint, clock: ManualClock) throws -> MigrationTokenProvider {
         let client = AppleIDClient(baseURL: "https://appleid.example", transport: mint.transport,
                                    secrets: ClientSecretProvider(credentials: try Fixtures.credentials()))
-        return MigrationTokenProvider(client: client, refreshMarginSeconds: 300, clock: clock.function)
+        return MigrationTokenProvider(client: client, refreshMargin: .seconds(300), clock: clock)
     }
 
     @Test func concurrentCallersShareOneMint() async throws {
         let mint = Mint()
-        let p = try provider(mint, clock: TestClock())
+        let p = try provider(mint, clock: ManualClock())
         let values = await withTaskGroup(of: String?.self) { group in
-            for _ in 0..<200 { group.addTask { try? await p.token().get().value } }
+            for _ in 0..<200 { group.addTask { try? await p.token().value } }
             var out: [String?] = []
             for await v in group { out.append(v) }
             return out
@@ -46,26 +47,26 @@ import Testing
     }
 
     @Test func reusedUntilTheMarginBeforeExpiryThenMintedAgain() async throws {
-        let mint = Mint(), clock = TestClock()
+        let mint = Mint(), clock = ManualClock()
         let p = try provider(mint, clock: clock)
-        #expect(try await p.token().get().value == "tok1")
-        clock.advance(3600 - 301)
-        #expect(try await p.token().get().value == "tok1")
+        #expect(try await p.token().value == "tok1")
+        clock.advance(by: .seconds(3600 - 301))
+        #expect(try await p.token().value == "tok1")
         #expect(mint.mints == 1)
-        clock.advance(2)   // inside the 300 s margin
-        let next = try await p.token().get()
+        clock.advance(by: .seconds(2))   // inside the 300 s margin
+        let next = try await p.token()
         #expect(next.value == "tok2" && next.generation == 2 && mint.mints == 2)
     }
 
     @Test func aBurstOfInvalidationsCausesOneRemint() async throws {
         let mint = Mint()
-        let p = try provider(mint, clock: TestClock())
-        let first = try await p.token().get()
+        let p = try provider(mint, clock: ManualClock())
+        let first = try await p.token()
         let values = await withTaskGroup(of: String?.self) { group in
             for _ in 0..<100 {
                 group.addTask {
                     await p.invalidate(first)   // every caller saw invalid_grant with the old token
-                    return try? await p.token().get().value
+                    return try? await p.token().value
                 }
             }
             var out: [String?] = []
@@ -75,17 +76,21 @@ import Testing
         #expect(mint.mints == 2)
         #expect(Set(values) == ["tok2"])
         await p.invalidate(first)   // stale: tok2 stays
-        #expect(try await p.token().get().value == "tok2" && mint.mints == 2)
+        #expect(try await p.token().value == "tok2" && mint.mints == 2)
     }
 
     @Test func aFailedMintIsNotCachedAndIsClassified() async throws {
         let mint = Mint(failWith: "invalid_client")
-        let p = try provider(mint, clock: TestClock())
+        let p = try provider(mint, clock: ManualClock())
         let results = await withTaskGroup(of: AppleIDError?.self) { group in
             for _ in 0..<20 {
                 group.addTask {
-                    if case .failure(let e) = await p.token() { return e }
-                    return nil
+                    do throws(AppleIDError) {
+                        _ = try await p.token()
+                        return nil
+                    } catch {
+                        return error
+                    }
                 }
             }
             var out: [AppleIDError?] = []
@@ -94,13 +99,13 @@ import Testing
         }
         #expect(results.allSatisfy { $0?.errorClass == .configuration && $0?.appleError == "invalid_client" })
         #expect(mint.mints == 1, "waiters share the failed mint")
-        _ = await p.token()
+        await #expect(throws: AppleIDError.self) { try await p.token() }
         #expect(mint.mints == 2, "the next caller tries again")
     }
 
     @Test func descriptionHidesTheToken() async throws {
-        let p = try provider(Mint(), clock: TestClock())
-        let token = try await p.token().get()
+        let p = try provider(Mint(), clock: ManualClock())
+        let token = try await p.token()
         #expect(!"\(token)".contains("tok1") && !String(reflecting: token).contains("tok1"))
     }
 }

@@ -72,20 +72,20 @@ import Testing
 
     @Test func retryAfterDeltaAndHTTPDate() throws {
         let delta = try #require(ResponseClassifier.failure(for: json(429, "{}", [("Retry-After", "120")]), now: now))
-        #expect(delta.retryAfterSeconds == 120)
+        #expect(delta.retryAfter == .seconds(120))
         let date = try #require(ResponseClassifier.failure(for: json(503, "", [("retry-after", "Sun, 06 Nov 1994 08:51:37 GMT")]), now: now))
-        #expect(date.retryAfterSeconds == 120)
-        #expect(RetryAfter.parse("Sunday, 06-Nov-94 08:50:37 GMT", now: now) == 60)
-        #expect(RetryAfter.parse("Sun Nov  6 08:49:47 1994", now: now) == 10)
-        #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:00:00 GMT", now: now) == 0)  // past date: no wait
+        #expect(date.retryAfter == .seconds(120))
+        #expect(RetryAfter.parse("Sunday, 06-Nov-94 08:50:37 GMT", now: now) == .seconds(60))
+        #expect(RetryAfter.parse("Sun Nov  6 08:49:47 1994", now: now) == .seconds(10))
+        #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .seconds(0))  // past date: no wait
         #expect(RetryAfter.parse("soon", now: now) == nil)
         #expect(RetryAfter.parse("-5", now: now) == nil)
         #expect(RetryAfter.parse(nil, now: now) == nil)
-        #expect(try #require(ResponseClassifier.failure(for: json(500, "{}"), now: now)).retryAfterSeconds == nil)
+        #expect(try #require(ResponseClassifier.failure(for: json(500, "{}"), now: now)).retryAfter == nil)
     }
 
     @Test func descriptionIsStructured() {
-        let error = AppleIDError(errorClass: .transient, httpStatus: 429, retryAfterSeconds: 3, detail: "HTTP 429 rate limited")
+        let error = AppleIDError(errorClass: .transient, httpStatus: 429, retryAfter: .seconds(3), detail: "HTTP 429 rate limited")
         #expect(error.description == "apple transient http=429 retry_after=3.0s: HTTP 429 rate limited")
         #expect(error.isRetryable)
     }

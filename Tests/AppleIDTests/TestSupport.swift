@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import AppleID
 import SIWACrypto
 
@@ -29,15 +28,6 @@ enum Fixtures {
         while t.count % 4 != 0 { t += "=" }
         return Data(base64Encoded: t).map { Array($0) }
     }
-}
-
-/// A settable clock for tests.
-final class TestClock: Sendable {
-    private let now: Mutex<Date>
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { now = Mutex(start) }
-    func advance(_ seconds: TimeInterval) { now.withLock { $0 += seconds } }
-    var date: Date { now.withLock { $0 } }
-    var function: @Sendable () -> Date { { self.date } }
 }
 
 /// Runs command-line tools (openssl, python3) from tests.

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 @testable import AppleID
+import TestSupport
 import SIWACrypto
 
 @Suite struct VerificationJWKSCacheTests {
-    let clock = TestClock(VerificationFixtures.nowDate)
+    let clock = ManualClock(start: VerificationFixtures.nowDate)
 
     private func found(_ lookup: JWKSLookup) -> RSAPublicKey? {
         if case .found(let key) = lookup { return key }
@@ -18,7 +19,7 @@ import SIWACrypto
 
     @Test func loadsOnFirstLookupAndServesKnownKidsFromTheCache() async throws {
         let provider = try VerificationFixtures.standardProvider()
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         #expect(await cache.fetchCount == 0)
         for _ in 0..<5 {
             #expect(found(await cache.lookup(kid: VerificationFixtures.kidA)) != nil)
@@ -31,22 +32,22 @@ import SIWACrypto
 
     @Test func unknownKidRefetchesOncePerInterval() async throws {
         let provider = try VerificationFixtures.standardProvider()
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         _ = await cache.lookup(kid: VerificationFixtures.kidA)
-        clock.advance(60)
+        clock.advance(by: .seconds(60))
 
         let first = missingDetail(await cache.lookup(kid: "NOPE1"))
         #expect(provider.fetches == 2, "exactly one refetch for the unknown kid")
         #expect(first?.contains("kid \"NOPE1\" not in the JWKS; known kids: KEYAAA1, KEYBBB2") == true)
 
-        clock.advance(59)
+        clock.advance(by: .seconds(59))
         let second = missingDetail(await cache.lookup(kid: "NOPE2"))
         #expect(provider.fetches == 2, "a second unknown kid inside the interval does not refetch")
         #expect(second?.contains("refetch skipped: last fetch 59 s ago, minimum interval 60 s") == true)
         _ = await cache.lookup(kid: "NOPE1")
         #expect(provider.fetches == 2)
 
-        clock.advance(1)
+        clock.advance(by: .seconds(1))
         _ = await cache.lookup(kid: "NOPE2")
         #expect(provider.fetches == 3, "the interval has passed")
         #expect(await cache.fetchCount == 3)
@@ -55,14 +56,14 @@ import SIWACrypto
     @Test func rotationIsPickedUpAfterExactlyOneRefetch() async throws {
         let keys = try VerificationFixtures.keys()
         let provider = ScriptedJWKSProvider(VerificationFixtures.jwks([("OLD", keys[0])]))
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         #expect(found(await cache.lookup(kid: "OLD")) != nil)
-        clock.advance(3600)
+        clock.advance(by: .seconds(3600))
         provider.serve(VerificationFixtures.jwks([("OLD", keys[0]), ("NEW", keys[1])]))
         let rotated = try #require(found(await cache.lookup(kid: "NEW")))
         #expect(rotated.n == keys[1].publicKey.n)
         #expect(provider.fetches == 2)
-        clock.advance(3600)
+        clock.advance(by: .seconds(3600))
         provider.serve(VerificationFixtures.jwks([("NEW", keys[1])]))
         _ = await cache.lookup(kid: "OTHER")
         #expect(provider.fetches == 3)
@@ -72,10 +73,10 @@ import SIWACrypto
 
     @Test func failedFetchKeepsTheLastGoodSet() async throws {
         let provider = try VerificationFixtures.standardProvider()
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         _ = await cache.lookup(kid: VerificationFixtures.kidA)
         provider.serve(nil)
-        clock.advance(120)
+        clock.advance(by: .seconds(120))
         let detail = missingDetail(await cache.lookup(kid: "NEWKID"))
         #expect(provider.fetches == 2)
         #expect(detail?.contains("fetch failed: JWKS fetch: scripted outage") == true)
@@ -84,7 +85,7 @@ import SIWACrypto
         #expect(found(await cache.lookup(kid: VerificationFixtures.kidB)) != nil)
 
         provider.serve(Array(#"{"keys":[]}"#.utf8))
-        clock.advance(120)
+        clock.advance(by: .seconds(120))
         _ = await cache.lookup(kid: "NEWKID")
         #expect(provider.fetches == 3)
         #expect(await cache.lastFetchError?.field == "keys", "an unusable document is a failed fetch")
@@ -93,25 +94,25 @@ import SIWACrypto
 
     @Test func firstFetchFailureIsReportedAndRateLimited() async throws {
         let provider = ScriptedJWKSProvider(nil)
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         let detail = missingDetail(await cache.lookup(kid: VerificationFixtures.kidA))
         #expect(detail == "kid \"KEYAAA1\" not in the JWKS; no JWKS loaded; fetch failed: JWKS fetch: scripted outage")
         _ = await cache.lookup(kid: VerificationFixtures.kidA)
         #expect(provider.fetches == 1)
         provider.serve(VerificationFixtures.jwks([(VerificationFixtures.kidA, try VerificationFixtures.keys()[0])]))
-        clock.advance(60)
+        clock.advance(by: .seconds(60))
         #expect(found(await cache.lookup(kid: VerificationFixtures.kidA)) != nil)
         #expect(await cache.lastFetchError == nil)
     }
 
     @Test func staleSetIsRefreshedButStillServedWhenTheRefreshFails() async throws {
         let provider = try VerificationFixtures.standardProvider()
-        let cache = JWKSCache(provider: provider, maximumAge: 3600, clock: clock.function)
+        let cache = JWKSCache(provider: provider, maximumAge: .seconds(3600), clock: clock)
         _ = await cache.lookup(kid: VerificationFixtures.kidA)
-        clock.advance(3599)
+        clock.advance(by: .seconds(3599))
         _ = await cache.lookup(kid: VerificationFixtures.kidA)
         #expect(provider.fetches == 1)
-        clock.advance(2)
+        clock.advance(by: .seconds(2))
         provider.serve(nil)
         #expect(found(await cache.lookup(kid: VerificationFixtures.kidA)) != nil)
         #expect(provider.fetches == 2)
@@ -119,7 +120,7 @@ import SIWACrypto
 
     @Test func refreshIgnoresTheIntervalAndThrowsOnFailure() async throws {
         let provider = try VerificationFixtures.standardProvider()
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         try await cache.refresh()
         try await cache.refresh()
         #expect(provider.fetches == 2)
@@ -132,9 +133,9 @@ import SIWACrypto
 
     @Test func concurrentUnknownKidLookupsStartAtMostOneFetch() async throws {
         let provider = try VerificationFixtures.standardProvider()
-        let cache = JWKSCache(provider: provider, clock: clock.function)
+        let cache = JWKSCache(provider: provider, clock: clock)
         _ = await cache.lookup(kid: VerificationFixtures.kidA)
-        clock.advance(300)
+        clock.advance(by: .seconds(300))
         await withTaskGroup(of: Void.self) { group in
             for i in 0..<20 {
                 group.addTask { _ = await cache.lookup(kid: "UNKNOWN\(i)") }

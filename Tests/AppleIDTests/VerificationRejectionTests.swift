@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import AppleID
+import SIWACore
+import TestSupport
 import SIWACrypto
 
 /// Every rejection reason of `JWTVerifier`, each with its precise reason (issue 4 acceptance).
@@ -103,11 +105,11 @@ import SIWACrypto
     @Test func unknownKidRefetchesExactlyOnceThenRejects() async throws {
         let keys = try F.keys()
         let provider = try F.standardProvider()
-        let clock = TestClock(F.nowDate)
+        let clock = ManualClock(start: F.nowDate)
         let verifier = try F.verifier(provider, clock: clock)
         _ = try await verifier.verify(try F.rs256(F.idClaims(), key: keys[0]))
         #expect(provider.fetches == 1)
-        clock.advance(120)
+        clock.advance(by: .seconds(120))
         let stranger = try F.rs256(F.idClaims(), kid: "ZZZZZZ9", key: keys[2])
         await expectRejected(verifier, stranger, .unknownKID, detail: "kid \"ZZZZZZ9\" not in the JWKS")
         #expect(provider.fetches == 2, "exactly one refetch")
@@ -119,10 +121,10 @@ import SIWACrypto
     @Test func rotatedKeyVerifiesAfterExactlyOneRefetch() async throws {
         let keys = try F.keys()
         let provider = ScriptedJWKSProvider(F.jwks([(F.kidA, keys[0])]))
-        let clock = TestClock(F.nowDate)
+        let clock = ManualClock(start: F.nowDate)
         let verifier = try F.verifier(provider, clock: clock)
         _ = try await verifier.verify(try F.rs256(F.idClaims(), key: keys[0]))
-        clock.advance(600)
+        clock.advance(by: .seconds(600))
         provider.serve(F.jwks([(F.kidA, keys[0]), ("ROTATED", keys[2])]))
         let claims = try await verifier.verify(try F.rs256(F.idClaims(), kid: "ROTATED", key: keys[2]), at: F.nowDate)
         #expect(claims.sub != nil)
@@ -135,11 +137,11 @@ import SIWACrypto
     @Test func jwksOutageKeepsVerifyingWithTheLastGoodSet() async throws {
         let keys = try F.keys()
         let provider = try F.standardProvider()
-        let clock = TestClock(F.nowDate)
+        let clock = ManualClock(start: F.nowDate)
         let verifier = try F.verifier(provider, clock: clock)
         _ = try await verifier.verify(try F.rs256(F.idClaims(), key: keys[0]), at: F.nowDate)
         provider.serve(nil)
-        clock.advance(600)
+        clock.advance(by: .seconds(600))
         await expectRejected(verifier, try F.rs256(F.idClaims(), kid: "NEWKID", key: keys[2]), .unknownKID, detail: "fetch failed")
         _ = try await verifier.verify(try F.rs256(F.idClaims(), kid: F.kidB, key: keys[1]), at: F.nowDate)
         #expect(provider.fetches == 2)
@@ -154,6 +156,18 @@ import SIWACrypto
         await expectRejected(verifier, try F.rs256(F.claims(["iat": F.now + 61]), key: key), .notYetValid, detail: "iat 1700000061")
         _ = try await verifier.verify(try F.rs256(F.claims(["iat": F.now + 60]), key: key))
         await expectRejected(verifier, try F.rs256(F.claims(["nbf": F.now + 3600]), key: key), .notYetValid, detail: "nbf")
+    }
+
+    @Test func theInjectedClockIsTheDefaultVerificationTime() async throws {
+        let clock = ManualClock(start: F.nowDate)
+        let verifier = try F.verifier(try F.standardProvider(), clock: clock)
+        let token = try F.rs256(F.idClaims(), key: try F.keys()[0])   // exp = now + 590
+        _ = try await verifier.verify(token)
+        clock.advance(by: .seconds(590 + 59))
+        _ = try await verifier.verify(token)
+        clock.advance(by: .seconds(1))
+        #expect(await verifier.rejection(token)?.reason == .expired)
+        #expect(await verifier.rejection(token, at: F.nowDate) == nil, "a given time still wins")
     }
 
     @Test func verificationTimeCanBeGiven() async throws {
@@ -190,7 +204,7 @@ import SIWACrypto
     }
 
     @Test func verifierNeedsAClientID() throws {
-        #expect(throws: AppleConfigurationError(field: "clientIDs", message: "at least one client id is required to check aud")) {
+        #expect(throws: ConfigurationError("invalid clientIDs: at least one client id is required to check aud")) {
             _ = try JWTVerifier(keys: JWKSCache(provider: StaticJWKSProvider(document: [])), clientIDs: ["", ""])
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import AppleID
+import TestSupport
 import SIWACrypto
 
 /// RSA keys and token minting for the verification tests. Keys are generated once per test
@@ -64,8 +65,8 @@ enum VerificationFixtures {
     }
 
     /// A verifier over a cache of `provider`, clock fixed at `now`.
-    static func verifier(_ provider: any JWKSProvider, clock: TestClock = TestClock(nowDate)) throws -> JWTVerifier {
-        try JWTVerifier(keys: JWKSCache(provider: provider, clock: clock.function), clientIDs: clientIDs, clock: clock.function)
+    static func verifier(_ provider: any JWKSProvider, clock: ManualClock = ManualClock(start: nowDate)) throws -> JWTVerifier {
+        try JWTVerifier(keys: JWKSCache(provider: provider, clock: clock), clientIDs: clientIDs, clock: clock)
     }
 
     /// A provider publishing keys A and B.
@@ -83,9 +84,9 @@ func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
     return Digest.sha256(block.map { $0 ^ 0x5C } + inner)
 }
 
-/// A JWKS provider whose document the test swaps; `nil` makes fetches fail. Counts fetches.
+/// A JWKS provider whose document the test swaps; `nil` makes fetches fail (`fetch: scripted
+/// outage`). Counts fetches.
 final class ScriptedJWKSProvider: JWKSProvider {
-    struct Unavailable: Error, CustomStringConvertible { var description: String { "scripted outage" } }
     private let state: Mutex<(document: [UInt8]?, fetches: Int)>
 
     init(_ document: [UInt8]?) { state = Mutex((document, 0)) }
@@ -94,12 +95,12 @@ final class ScriptedJWKSProvider: JWKSProvider {
 
     var fetches: Int { state.withLock { $0.fetches } }
 
-    func fetch() async throws -> [UInt8] {
+    func fetch() async throws(JWKSError) -> [UInt8] {
         let document = state.withLock { state -> [UInt8]? in
             state.fetches += 1
             return state.document
         }
-        guard let document else { throw Unavailable() }
+        guard let document else { throw JWKSError(field: "fetch", message: "scripted outage") }
         return document
     }
 }

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import SIWACrypto
 
@@ -12,19 +13,19 @@ public enum JWKSLookup: Sendable {
 /// Caches Apple's JWKS by `kid` and refetches it when needed (apple-api.md §6: keys rotate;
 /// pick by `kid`; refetch on an unknown `kid`, rate-limited; keep the last good set).
 ///
-/// Fetch policy:
+/// Fetch policy, on the injected clock:
 /// - the first lookup loads the set;
 /// - a lookup for an unknown `kid`, or one made when the set is older than `maximumAge`,
-///   refetches, but at most one fetch starts per `minimumRefetchInterval` (seconds, default 60),
+///   refetches, but at most one fetch starts per `minimumRefetchInterval` (default 60 s),
 ///   whatever the outcome of the previous one;
 /// - concurrent lookups share one in-flight fetch;
 /// - a successful fetch replaces the whole set (keys Apple removed are dropped); a failed fetch or
 ///   an unusable document keeps the last good set and is reported in `lastFetchError`.
 public actor JWKSCache {
-    public nonisolated let minimumRefetchInterval: TimeInterval
-    public nonisolated let maximumAge: TimeInterval
+    public nonisolated let minimumRefetchInterval: Duration
+    public nonisolated let maximumAge: Duration
     private let provider: any JWKSProvider
-    private let clock: @Sendable () -> Date
+    private let clock: any WallClock
     private var current: JWKSet?
     private var loadedAt = Date.distantPast
     private var lastFetchStart: Date?
@@ -37,20 +38,20 @@ public actor JWKSCache {
 
     /// - Parameters:
     ///   - provider: where the JWKS document comes from.
-    ///   - minimumRefetchInterval: seconds that must pass between the starts of two fetches
-    ///     (default 60; negative or non-finite values mean 60).
-    ///   - maximumAge: seconds after which a loaded set is refreshed on the next lookup, subject to
-    ///     the same rate limit (default 86 400, one day).
-    ///   - clock: current time (default `Date.init`).
+    ///   - minimumRefetchInterval: least time between the starts of two fetches (default 60 s;
+    ///     negative values mean 60 s).
+    ///   - maximumAge: age after which a loaded set is refreshed on the next lookup, subject to
+    ///     the same rate limit (default one day; zero or negative values mean one day).
+    ///   - clock: judges the interval and the age (default the system clock).
     public init(
         provider: any JWKSProvider,
-        minimumRefetchInterval: TimeInterval = 60,
-        maximumAge: TimeInterval = 86_400,
-        clock: @escaping @Sendable () -> Date = Date.init
+        minimumRefetchInterval: Duration = .seconds(60),
+        maximumAge: Duration = .seconds(86_400),
+        clock: any WallClock = SystemClock()
     ) {
         self.provider = provider
-        self.minimumRefetchInterval = minimumRefetchInterval.isFinite && minimumRefetchInterval >= 0 ? minimumRefetchInterval : 60
-        self.maximumAge = maximumAge.isFinite && maximumAge > 0 ? maximumAge : 86_400
+        self.minimumRefetchInterval = minimumRefetchInterval >= .zero ? minimumRefetchInterval : .seconds(60)
+        self.maximumAge = maximumAge > .zero ? maximumAge : .seconds(86_400)
         self.clock = clock
     }
 
@@ -59,15 +60,15 @@ public actor JWKSCache {
 
     /// The key for `kid`, refetching first if the policy above allows and calls for it.
     public func lookup(kid: String) async -> JWKSLookup {
-        let now = clock()
-        let stale = now.timeIntervalSince(loadedAt) > maximumAge
+        let now = clock.now
+        let stale = now.timeIntervalSince(loadedAt) > maximumAge.seconds
         if let key = current?.key(kid: kid), !stale { return .found(key) }
         var fetchNote = ""
         if let inFlight {
             await inFlight.value
-        } else if let last = lastFetchStart, now.timeIntervalSince(last) < minimumRefetchInterval {
+        } else if let last = lastFetchStart, now.timeIntervalSince(last) < minimumRefetchInterval.seconds {
             let ago = Int(max(0, now.timeIntervalSince(last)))
-            fetchNote = "refetch skipped: last fetch \(ago) s ago, minimum interval \(Int(minimumRefetchInterval)) s"
+            fetchNote = "refetch skipped: last fetch \(ago) s ago, minimum interval \(Int(minimumRefetchInterval.seconds)) s"
         } else {
             await fetch()
         }
@@ -92,7 +93,7 @@ public actor JWKSCache {
 
     private func fetch() async {
         fetchCount += 1
-        lastFetchStart = clock()
+        lastFetchStart = clock.now
         let task = Task { await self.load() }
         inFlight = task
         await task.value
@@ -100,15 +101,13 @@ public actor JWKSCache {
     }
 
     private func load() async {
-        do {
+        do throws(JWKSError) {
             let bytes = try await provider.fetch()
             current = try JWKSet.parse(bytes)
-            loadedAt = clock()
+            loadedAt = clock.now
             lastFetchError = nil
-        } catch let error as JWKSError {
-            lastFetchError = error
         } catch {
-            lastFetchError = JWKSError(field: "fetch", message: String(String(describing: error).prefix(200)))
+            lastFetchError = error
         }
     }
 }

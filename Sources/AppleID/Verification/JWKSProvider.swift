@@ -1,10 +1,11 @@
 import Foundation
 
 /// A source of Apple's JWKS document (raw JSON bytes, `{"keys":[…]}`), fetched on demand by
-/// `JWKSCache`. Implementations throw any error on failure; the cache keeps its last good set.
+/// `JWKSCache`. On failure the cache keeps its last good set and records the error.
 public protocol JWKSProvider: Sendable {
     /// The current JWKS document as raw JSON bytes.
-    func fetch() async throws -> [UInt8]
+    /// - Throws: `JWKSError` (field `fetch` or `file`) when no document could be had.
+    func fetch() async throws(JWKSError) -> [UInt8]
 }
 
 /// Reads the JWKS from a file on every fetch (for `token verify --jwks FILE` and tests).
@@ -15,7 +16,7 @@ public struct FileJWKSProvider: JWKSProvider {
 
     /// - Throws: `JWKSError` field `file` if the file cannot be read or exceeds
     ///   `JWKSet.maxDocumentBytes`.
-    public func fetch() async throws -> [UInt8] {
+    public func fetch() async throws(JWKSError) -> [UInt8] {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -32,15 +33,15 @@ public struct FileJWKSProvider: JWKSProvider {
 /// Fetches the JWKS over HTTP through an injected closure, e.g. one that calls
 /// `GET https://appleid.apple.com/auth/keys` with the app's HTTP transport and returns the body.
 public struct HTTPJWKSProvider: JWKSProvider {
-    private let get: @Sendable () async throws -> [UInt8]
+    private let get: @Sendable () async throws(JWKSError) -> [UInt8]
 
-    /// - Parameter fetch: returns the response body of a successful JWKS request and throws on
-    ///   any transport error or non-2xx status.
-    public init(fetch: @escaping @Sendable () async throws -> [UInt8]) {
+    /// - Parameter fetch: returns the response body of a successful JWKS request and throws
+    ///   `JWKSError` (field `fetch`) on any transport error or non-2xx status.
+    public init(fetch: @escaping @Sendable () async throws(JWKSError) -> [UInt8]) {
         self.get = fetch
     }
 
-    public func fetch() async throws -> [UInt8] { try await get() }
+    public func fetch() async throws(JWKSError) -> [UInt8] { try await get() }
 }
 
 /// Serves fixed JWKS bytes (tests and the sandbox's own key set).
@@ -49,5 +50,5 @@ public struct StaticJWKSProvider: JWKSProvider {
 
     public init(document: [UInt8]) { self.document = document }
 
-    public func fetch() async throws -> [UInt8] { document }
+    public func fetch() async throws(JWKSError) -> [UInt8] { document }
 }

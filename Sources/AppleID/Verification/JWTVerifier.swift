@@ -1,4 +1,6 @@
+import Clocks
 import Foundation
+import SIWACore
 import SIWACrypto
 
 /// Verifies Apple identity tokens and server-to-server notification JWTs
@@ -29,29 +31,29 @@ public struct JWTVerifier: Sendable {
     public let keys: JWKSCache
     /// Accepted `aud` values (an App ID and a Services ID are common together).
     public let clientIDs: [String]
-    /// Clock skew tolerated on `exp`, `iat` and `nbf`, seconds.
-    public let leeway: TimeInterval
-    private let clock: @Sendable () -> Date
+    /// Clock skew tolerated on `exp`, `iat` and `nbf`.
+    public let leeway: Duration
+    private let clock: any WallClock
 
     /// - Parameters:
     ///   - keys: the JWKS cache to select keys from.
     ///   - clientIDs: accepted audiences; must hold at least one non-empty id.
-    ///   - leeway: seconds of clock skew tolerated (default 60; clamped to 0...600).
-    ///   - clock: verification time when `verify` is not given one (default `Date.init`).
-    /// - Throws: `AppleConfigurationError` field `clientIDs` if none is given.
+    ///   - leeway: clock skew tolerated (default 60 s; clamped to 0 ... 600 s).
+    ///   - clock: verification time when `verify` is not given one (default the system clock).
+    /// - Throws: `ConfigurationError` naming `clientIDs` if none is given.
     public init(
         keys: JWKSCache,
         clientIDs: [String],
-        leeway: TimeInterval = 60,
-        clock: @escaping @Sendable () -> Date = Date.init
-    ) throws(AppleConfigurationError) {
+        leeway: Duration = .seconds(60),
+        clock: any WallClock = SystemClock()
+    ) throws(ConfigurationError) {
         let ids = clientIDs.filter { !$0.isEmpty }
         guard !ids.isEmpty else {
-            throw AppleConfigurationError(field: "clientIDs", message: "at least one client id is required to check aud")
+            throw ConfigurationError("invalid clientIDs: at least one client id is required to check aud")
         }
         self.keys = keys
         self.clientIDs = ids
-        self.leeway = leeway.isFinite ? min(max(leeway, 0), 600) : 60
+        self.leeway = min(max(leeway, .zero), .seconds(600))
         self.clock = clock
     }
 
@@ -79,7 +81,7 @@ public struct JWTVerifier: Sendable {
             throw JWTVerificationError(.malformed, "payload is not a JSON object")
         }
         let claims = try VerifiedClaims.decode(members)
-        try check(claims, members: members, now: now ?? clock())
+        try check(claims, members: members, now: now ?? clock.now)
         if let expectedNonce {
             guard let nonce = claims.nonce else {
                 throw JWTVerificationError(.nonceMismatch, "a nonce was expected and the token has none")
@@ -101,6 +103,7 @@ public struct JWTVerifier: Sendable {
             throw JWTVerificationError(.wrongAudience, "aud is \(got); expected one of \(clientIDs.joined(separator: ", "))")
         }
         let seconds = now.timeIntervalSince1970
+        let leeway = self.leeway.seconds
         guard seconds < Double(claims.exp) + leeway else {
             throw JWTVerificationError(.expired, "exp \(claims.exp) is \(Int(seconds) - claims.exp) s before the verification time \(Int(seconds)) (leeway \(Int(leeway)) s)")
         }

@@ -3,19 +3,26 @@ import AppleID
 /// JWKS sources for the verifier (apple-api.md §6).
 public enum JWKSProviders {
     /// `GET {baseURL}/auth/keys` through the app's Apple client (`SIWA_APPLE_BASE_URL`: Apple or
-    /// the sandbox). Throws the classified `AppleIDError` on failure.
+    /// the sandbox). Throws `JWKSError` field `fetch` carrying the classified `AppleIDError`'s
+    /// description (at most 200 characters) on failure.
     public static func apple(_ client: AppleIDClient) -> HTTPJWKSProvider {
-        HTTPJWKSProvider { try await client.fetchKeys().get() }
+        HTTPJWKSProvider { () async throws(JWKSError) -> [UInt8] in
+            do {
+                return try await client.fetchKeys()
+            } catch {
+                throw JWKSError(field: "fetch", message: String(String(describing: error).prefix(200)))
+            }
+        }
     }
 
     /// `GET url` for any JWKS URL (`token verify --jwks URL`). Throws `JWKSError` field `fetch` on
     /// a transport error or a non-2xx status.
     public static func url(_ url: String, transport: any HTTPTransport) -> HTTPJWKSProvider {
-        HTTPJWKSProvider {
+        HTTPJWKSProvider { () async throws(JWKSError) -> [UInt8] in
             let response: HTTPResponse
             do {
                 response = try await transport.send(HTTPRequest(method: "GET", url: url, headers: [("Accept", "application/json")],
-                                                                timeoutSeconds: 15))
+                                                                timeout: .seconds(15)))
             } catch {
                 throw JWKSError(field: "fetch", message: "GET \(url) failed: \(error)")
             }

@@ -61,7 +61,7 @@ extension SIWAConfiguration {
             return try AppleCredentials(teamID: team, keyID: kid, clientID: client, privateKey: key)
         } catch {
             let names = ["teamID": "SIWA_TEAM_ID / --team-id", "keyID": "SIWA_KEY_ID / --key-id", "clientID": "SIWA_CLIENT_ID / --client-id"]
-            throw ConfigurationError(error.message, setting: names[error.field] ?? error.field)
+            throw ConfigurationError(error.message, setting: error.setting.map { names[$0] ?? $0 } ?? "credentials")
         }
     }
 

@@ -1,3 +1,4 @@
+import SIWACore
 import SIWACrypto
 
 /// Refresh-token encryption keys (AES-256-GCM): one current key for sealing, older keys by id for
@@ -15,25 +16,22 @@ public struct TokenKeyring: Sendable {
     }
 
     /// Seals with the current key. Returns the ciphertext and the key id to store beside it.
-    public func seal(_ token: String, accountAAD: String) throws -> (ciphertext: [UInt8], keyID: String) {
+    /// - Throws: `CryptoError` if OpenSSL fails.
+    public func seal(_ token: String, accountAAD: String) throws(CryptoError) -> (ciphertext: [UInt8], keyID: String) {
         (try current.seal(token, aad: Array(accountAAD.utf8)), current.keyID)
     }
 
     /// True when a key with this id is configured (current or previous).
     public func knows(keyID: String) -> Bool { byID[keyID] != nil }
 
-    /// Opens a ciphertext sealed under `keyID`. Throws `TokenKeyError` for an unknown key id,
-    /// `CryptoError` when the ciphertext was tampered with or the key is wrong.
+    /// Opens a ciphertext sealed under `keyID`.
+    /// - Throws: `ConfigurationError` (naming `SIWA_TOKEN_KEYS_PREVIOUS`) for a key id this
+    ///   process was not given; `CryptoError` when the ciphertext was tampered with or the key is
+    ///   wrong.
     public func open(_ ciphertext: [UInt8], keyID: String, accountAAD: String) throws -> String {
-        guard let cipher = byID[keyID] else { throw TokenKeyError(keyID: keyID) }
+        guard let cipher = byID[keyID] else {
+            throw ConfigurationError("refresh token sealed under key id '\(keyID)', which is not configured: add it to SIWA_TOKEN_KEYS_PREVIOUS")
+        }
         return try cipher.open(ciphertext, aad: Array(accountAAD.utf8))
-    }
-}
-
-/// A stored token was sealed under a key id this process was not given.
-public struct TokenKeyError: Error, CustomStringConvertible, Sendable {
-    public let keyID: String
-    public var description: String {
-        "refresh token sealed under key id '\(keyID)', which is not configured: add it to SIWA_TOKEN_KEYS_PREVIOUS"
     }
 }

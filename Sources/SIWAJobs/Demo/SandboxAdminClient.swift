@@ -68,12 +68,12 @@ public struct SandboxAdminClient: Sendable {
     func post(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
         let data = try JSONSerialization.data(withJSONObject: body)
         let request = HTTPRequest(method: "POST", url: baseURL + path, headers: [("Content-Type", "application/json")],
-                                  body: Array(data), timeoutSeconds: 60)
+                                  body: Array(data), timeout: .seconds(60))
         return try await send(request)
     }
 
     func get(_ path: String) async throws -> [String: Any] {
-        try await send(HTTPRequest(method: "GET", url: baseURL + path, headers: [], body: [], timeoutSeconds: 30))
+        try await send(HTTPRequest(method: "GET", url: baseURL + path, headers: [], body: [], timeout: .seconds(30)))
     }
 
     private func send(_ request: HTTPRequest) async throws -> [String: Any] {

@@ -122,7 +122,7 @@ public struct NotificationProcessingHandler: JobHandler {
         if error.reason == .unknownKID {
             let fetchFailed = await verifier.keys.lastFetchError != nil
             if fetchFailed || !refetched {
-                let wait = max(1, verifier.keys.minimumRefetchInterval)
+                let wait = max(1, verifier.keys.minimumRefetchInterval.seconds)
                 return .retry(error: "kid not yet verifiable: \(error.detail)", retryAfterSeconds: wait,
                               result: ResultRecord(outcome: "discarded",
                                                    detail: jsonObject(["notification_id": "\(id)", "reason": error.description])))

@@ -36,7 +36,7 @@ public struct NotificationSender: Sendable {
     /// POSTs a raw body; returns the status (0 on a transport error).
     public func post(_ body: [UInt8]) async -> Int {
         let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")],
-                                  body: body, timeoutSeconds: 30)
+                                  body: body, timeout: .seconds(30))
         return (try? await transport.send(request).status) ?? 0
     }
 

@@ -105,7 +105,7 @@ public struct Doctor: Sendable {
     /// - Returns: the secret's fingerprint (safe to print).
     /// - Throws: `ConfigurationError` when the secret does not verify; minting errors.
     func mintCheck(_ credentials: AppleCredentials) throws -> String {
-        let minted = try ClientSecret.mint(credentials: credentials, now: clock.now, lifetime: 300)
+        let minted = try ClientSecret.mint(credentials: credentials, now: clock.now, lifetime: .seconds(300))
         let parts = try JWS.split(minted.token)
         guard parts.signature.count == 64,
               credentials.privateKey.publicKey.verifyES256(signature: parts.signature, message: parts.signingInput) else {

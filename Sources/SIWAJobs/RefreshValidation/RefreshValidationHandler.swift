@@ -42,18 +42,15 @@ public struct RefreshValidationHandler: JobHandler {
                            audit: nil, effect: nil)
         }
         let token: String
-        switch StoredTokens.open(stored, accountID: accountID, keyring: keyring) {
-        case let .success(opened): token = opened
-        case let .failure(error): return .pauseJob(reason: error.reason)
-        }
+        do { token = try StoredTokens.open(stored, accountID: accountID, keyring: keyring) } catch { return .pauseJob(reason: error.description) }
         let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
-        switch await client.validateRefreshToken(token) {
-        case .success:
+        do {
+            try await client.validateRefreshToken(token)
             return .succeeded(
                 ResultRecord(outcome: "valid", httpStatus: 200, tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.validated", detail: jsonObject(["token_fingerprint": fingerprint])),
                 effect: jsonObject(["token_status": "valid"]))
-        case let .failure(error):
+        } catch {
             return outcome(for: error, fingerprint: fingerprint, clientID: client.clientID)
         }
     }
@@ -82,7 +79,7 @@ public struct RefreshValidationHandler: JobHandler {
                 effect: nil)
         case .transient:
             return .retry(
-                error: error.description, retryAfterSeconds: error.retryAfterSeconds,
+                error: error.description, retryAfterSeconds: error.retryAfter?.seconds,
                 result: ResultRecord(outcome: "discarded", httpStatus: error.httpStatus, appleError: error.appleError,
                                      detail: detail, tokenFingerprint: fingerprint))
         }

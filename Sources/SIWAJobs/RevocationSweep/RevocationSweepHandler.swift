@@ -49,13 +49,10 @@ public struct RevocationSweepHandler: JobHandler {
                                            tokenFingerprint: stored?.fingerprint), audit: nil, effect: nil)
         }
         let token: String
-        switch StoredTokens.open(stored, accountID: accountID, keyring: keyring) {
-        case let .success(opened): token = opened
-        case let .failure(error): return .pauseJob(reason: error.reason)
-        }
+        do { token = try StoredTokens.open(stored, accountID: accountID, keyring: keyring) } catch { return .pauseJob(reason: error.description) }
         let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
-        switch await client.revoke(token: token, hint: "refresh_token") {
-        case .success:
+        do {
+            try await client.revoke(token: token, hint: "refresh_token")
             let note = "Apple answered 200: the token is revoked or was already invalid"
             return .succeeded(
                 ResultRecord(outcome: "revoked_or_invalid", httpStatus: 200, detail: jsonObject(["apple_answer": note]),
@@ -63,7 +60,7 @@ public struct RevocationSweepHandler: JobHandler {
                 audit: AuditRecord(action: "token.revoked_or_invalid",
                                    detail: jsonObject(["token_fingerprint": fingerprint, "apple_answer": note, "stored_token": "wiped"])),
                 effect: jsonObject(["wipe": "stored token", "wipe_fingerprint": stored.fingerprint]))
-        case let .failure(error):
+        } catch {
             if error.isCancellation { return .released }
             let detail = jsonObject(["reason": error.detail])
             switch error.errorClass {
@@ -80,7 +77,7 @@ public struct RevocationSweepHandler: JobHandler {
                     effect: nil)
             case .transient:
                 return .retry(
-                    error: error.description, retryAfterSeconds: error.retryAfterSeconds,
+                    error: error.description, retryAfterSeconds: error.retryAfter?.seconds,
                     result: ResultRecord(outcome: "discarded", httpStatus: error.httpStatus, appleError: error.appleError,
                                          detail: detail, tokenFingerprint: fingerprint))
             }

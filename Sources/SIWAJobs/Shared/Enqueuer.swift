@@ -78,7 +78,7 @@ public struct Enqueuer: Sendable {
                     return EnqueuedJob(jobID: jobID, items: count)
                 }
             }
-        } catch let error as DatabaseError where error.sqlState == "23505" {
+        } catch let error as DatabaseError where error.isUniqueViolation {
             let active = try await activeJob(uniqueKey: uniqueKey)
             throw EnqueueError(message: "a \(kind) job for this client is already active (job \(active.map(String.init) ?? "?")); "
                 + "let it finish, or resume or cancel it first")

@@ -1,6 +1,7 @@
 import AppleID
 import Postgres
 import Queue
+import SIWACore
 
 /// One pause reason for every item of a batch (configuration errors stop the job, not the items).
 func pauseAll(_ items: [ClaimedItem], reason: String) -> [@Sendable () async -> ItemOutcome] {
@@ -8,20 +9,16 @@ func pauseAll(_ items: [ClaimedItem], reason: String) -> [@Sendable () async -> 
 }
 
 extension AppleClientRegistry {
-    /// The client for a job's team and client, or the pause reason that tells ops what to configure.
-    func client(forJob teamID: String, clientID: String) -> Result<AppleIDClient, JobConfigurationError> {
+    /// The client for a job's team and client.
+    /// - Throws: `ConfigurationError` whose description is the pause reason that tells ops what
+    ///   to configure.
+    func client(forJob teamID: String, clientID: String) throws(ConfigurationError) -> AppleIDClient {
         guard let client = client(teamID: teamID, clientID: clientID) else {
-            return .failure(JobConfigurationError(reason: "no Apple credentials configured for team '\(teamID)' and client '\(clientID)': "
-                + "add the team to SIWA_TEAMS_FILE (or set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE, SIWA_CLIENT_ID) for this worker"))
+            throw ConfigurationError("no Apple credentials configured for team '\(teamID)' and client '\(clientID)': "
+                + "add the team to SIWA_TEAMS_FILE (or set SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_KEY_FILE, SIWA_CLIENT_ID) for this worker")
         }
-        return .success(client)
+        return client
     }
-}
-
-/// A job that cannot run as configured; its reason becomes the job's pause reason.
-struct JobConfigurationError: Error, CustomStringConvertible {
-    let reason: String
-    var description: String { reason }
 }
 
 /// Encrypted refresh tokens of a batch of accounts, loaded in one round trip.
@@ -52,17 +49,18 @@ enum StoredTokens {
 
 extension StoredTokens {
     /// Decrypts a stored token. A token that does not decrypt means a wrong or missing token key,
-    /// which would fail every item alike: the error is a configuration error that pauses the job.
-    static func open(_ stored: Token, accountID: Int64, keyring: TokenKeyring) -> Result<String, JobConfigurationError> {
+    /// which would fail every item alike.
+    /// - Throws: `ConfigurationError` whose description is the pause reason.
+    static func open(_ stored: Token, accountID: Int64, keyring: TokenKeyring) throws(ConfigurationError) -> String {
         guard let ciphertext = stored.ciphertext, let keyID = stored.keyID else {
-            return .failure(JobConfigurationError(reason: "account \(accountID) holds no stored refresh token"))
+            throw ConfigurationError("account \(accountID) holds no stored refresh token")
         }
         do {
-            return .success(try keyring.open(ciphertext, keyID: keyID, accountAAD: String(accountID)))
+            return try keyring.open(ciphertext, keyID: keyID, accountAAD: String(accountID))
         } catch {
-            return .failure(JobConfigurationError(
-                reason: "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
-                    + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job"))
+            throw ConfigurationError(
+                "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
+                    + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job")
         }
     }
 }
@@ -78,25 +76,28 @@ extension StoredTokens {
         let spec: JobSpec
         do { spec = try JobSpec(json: job.spec) } catch { return pauseAll(items, reason: "\(error)") }
         let client: AppleIDClient
-        switch registry.client(forJob: spec.fields["team_id"] ?? "", clientID: spec.fields["client_id"] ?? "") {
-        case let .success(found): client = found
-        case let .failure(error): return pauseAll(items, reason: error.reason)
+        do {
+            client = try registry.client(forJob: spec.fields["team_id"] ?? "", clientID: spec.fields["client_id"] ?? "")
+        } catch {
+            return pauseAll(items, reason: error.description)
         }
         let tokens = try await load(items.compactMap(\.accountID), pool: pool)
         // A token key that is missing or wrong fails every token alike: that pauses the job. One
         // token that does not decrypt among others that do is that account's problem (corrupt
         // or tampered): only its item fails.
-        var unreadable: [Int64: JobConfigurationError] = [:]
+        var unreadable: [Int64: ConfigurationError] = [:]
         var present = 0
         for (accountID, token) in tokens where token.ciphertext != nil {
             present += 1
-            if case let .failure(error) = open(token, accountID: accountID, keyring: keyring) {
-                if let keyID = token.keyID, !keyring.knows(keyID: keyID) { return pauseAll(items, reason: error.reason) }
+            do {
+                _ = try open(token, accountID: accountID, keyring: keyring)
+            } catch {
+                if let keyID = token.keyID, !keyring.knows(keyID: keyID) { return pauseAll(items, reason: error.description) }
                 unreadable[accountID] = error
             }
         }
         if present >= 2 && unreadable.count == present, let first = unreadable.values.first {
-            return pauseAll(items, reason: first.reason)
+            return pauseAll(items, reason: first.description)
         }
         return items.map { item in
             let stored = item.accountID.flatMap { tokens[$0] }

@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Queue
 import Synchronization
 
@@ -6,11 +7,15 @@ import Synchronization
 /// transfer kinds so every in-flight item of a team and client reuses one bearer token.
 public final class MigrationTokens: Sendable {
     private let providers = Mutex<[String: MigrationTokenProvider]>([:])
-    let refreshMarginSeconds: Double
+    let refreshMargin: Duration
+    let clock: any WallClock
 
-    /// - Parameter refreshMarginSeconds: re-mint this long before `expires_in` runs out (default 300 s).
-    public init(refreshMarginSeconds: Double = 300) {
-        self.refreshMarginSeconds = refreshMarginSeconds
+    /// - Parameters:
+    ///   - refreshMargin: re-mint this long before `expires_in` runs out (default 5 minutes).
+    ///   - clock: judges token expiry (default the system clock).
+    public init(refreshMargin: Duration = .seconds(300), clock: any WallClock = SystemClock()) {
+        self.refreshMargin = refreshMargin
+        self.clock = clock
     }
 
     /// The provider for `client` of `teamID`, created on first use.
@@ -18,7 +23,7 @@ public final class MigrationTokens: Sendable {
         providers.withLock { map in
             let key = teamID + "\u{1F}" + client.clientID
             if let existing = map[key] { return existing }
-            let created = MigrationTokenProvider(client: client, refreshMarginSeconds: refreshMarginSeconds)
+            let created = MigrationTokenProvider(client: client, refreshMargin: refreshMargin, clock: clock)
             map[key] = created
             return created
         }
@@ -39,25 +44,22 @@ enum MigrationCallFailure: Error {
 enum MigrationCall {
     /// Runs `body` with the shared bearer token. On `invalid_grant` the token is invalidated
     /// (single-flight re-mint) and `body` runs once more with the new token.
+    /// - Throws: `MigrationCallFailure` saying which step failed.
     static func run<T: Sendable>(_ provider: MigrationTokenProvider,
-                                 _ body: @Sendable (String) async -> Result<T, AppleIDError>) async -> Result<T, MigrationCallFailure> {
+                                 _ body: @Sendable (String) async throws(AppleIDError) -> T) async throws(MigrationCallFailure) -> T {
         for attempt in 1...2 {
             let token: MigrationToken
-            switch await provider.token() {
-            case .success(let t): token = t
-            case .failure(let error): return .failure(.mint(error))
-            }
-            switch await body(token.value) {
-            case .success(let value):
-                return .success(value)
-            case .failure(let error) where error.appleError == "invalid_grant":
+            do { token = try await provider.token() } catch { throw .mint(error) }
+            do {
+                return try await body(token.value)
+            } catch where error.appleError == "invalid_grant" {
                 await provider.invalidate(token)
-                if attempt == 2 { return .failure(.grantRefused(error)) }
-            case .failure(let error):
-                return .failure(.call(error))
+                if attempt == 2 { throw .grantRefused(error) }
+            } catch {
+                throw .call(error)
             }
         }
-        return .failure(.call(AppleIDError(errorClass: .transient, detail: "migration call not attempted")))
+        throw .call(AppleIDError(errorClass: .transient, detail: "migration call not attempted"))
     }
 
     /// The item outcome for every failure that is not about the user: cancellation releases,
@@ -97,6 +99,6 @@ enum MigrationCall {
         result.httpStatus = error.httpStatus
         result.appleError = error.appleError
         result.detail = jsonObject(["reason": error.detail])
-        return .retry(error: error.description, retryAfterSeconds: error.retryAfterSeconds, result: result)
+        return .retry(error: error.description, retryAfterSeconds: error.retryAfter?.seconds, result: result)
     }
 }

@@ -72,10 +72,7 @@ public struct TransferExportHandler: JobHandler {
             return items.map { _ in { .pauseJob(reason: reason) } }
         }
         let client: AppleIDClient
-        switch registry.client(forJob: teamID, clientID: clientID) {
-        case let .success(found): client = found
-        case let .failure(error): return pauseAll(items, reason: error.reason)
-        }
+        do { client = try registry.client(forJob: teamID, clientID: clientID) } catch { return pauseAll(items, reason: error.description) }
         let subs = try await loadSubs(items.compactMap(\.accountID))
         let provider = tokens.provider(teamID: teamID, client: client)
         return items.map { item in
@@ -98,14 +95,15 @@ public struct TransferExportHandler: JobHandler {
         guard let sub else {
             return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "account not found"])), audit: nil, effect: nil)
         }
-        let result = await MigrationCall.run(provider) { token in await client.exchangeSub(sub, target: target, accessToken: token) }
-        switch result {
-        case .success(let transferSub):
+        do {
+            let transferSub = try await MigrationCall.run(provider) { token throws(AppleIDError) in
+                try await client.exchangeSub(sub, target: target, accessToken: token)
+            }
             return .succeeded(
                 ResultRecord(outcome: "exported", httpStatus: 200, detail: jsonObject(["target": target])),
                 audit: AuditRecord(action: "transfer.exported", detail: jsonObject(["target": target])),
                 effect: jsonObject(["target": target, "transfer_sub": transferSub]))
-        case .failure(let failure):
+        } catch let failure {
             let discarded = ResultRecord(outcome: "discarded", detail: "{}")
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
                                                            window: window, discarded: discarded) {

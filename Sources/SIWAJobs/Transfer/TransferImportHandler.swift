@@ -107,10 +107,7 @@ public struct TransferImportHandler: JobHandler {
             return items.map { _ in { .pauseJob(reason: reason) } }
         }
         let client: AppleIDClient
-        switch registry.client(forJob: teamID, clientID: clientID) {
-        case let .success(found): client = found
-        case let .failure(error): return pauseAll(items, reason: error.reason)
-        }
+        do { client = try registry.client(forJob: teamID, clientID: clientID) } catch { return pauseAll(items, reason: error.description) }
         let lines = items.map { Self.line(of: $0) }
         let rows = try await loadRows(importID: importID, lines: lines.compactMap { $0 }, teamID: teamID,
                                       clientID: clientID, source: source)
@@ -159,11 +156,12 @@ public struct TransferImportHandler: JobHandler {
                            audit: nil, effect: jsonObject(["failure": "import row not found"]))
         }
         let transferSub = row.transferSub
-        let result = await MigrationCall.run(provider) { token in await client.exchangeTransferSub(transferSub, accessToken: token) }
-        switch result {
-        case .success(let user):
+        do {
+            let user = try await MigrationCall.run(provider) { token throws(AppleIDError) in
+                try await client.exchangeTransferSub(transferSub, accessToken: token)
+            }
             return migrated(row: row, user: user)
-        case .failure(let failure):
+        } catch let failure {
             let discarded = ResultRecord(outcome: "discarded", detail: jsonObject(["external_user_id": row.externalUserID]))
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
                                                            window: window, discarded: discarded) {

@@ -67,7 +67,7 @@ struct NotificationWorld {
     func request(_ method: String, path: String = "", contentType: String? = "application/json",
                  body: [UInt8] = []) async throws -> (status: Int, body: String) {
         let request = HTTPRequest(method: method, url: receiverURL + path, headers: contentType.map { [("Content-Type", $0)] } ?? [],
-                                  body: body, timeoutSeconds: 30)
+                                  body: body, timeout: .seconds(30))
         let response = try await CurlTransport(maxConnectionsPerHost: 1).send(request)
         return (response.status, String(decoding: response.body, as: UTF8.self))
     }

@@ -1,7 +1,8 @@
+import AppleID
 import Synchronization
 
-/// The in-memory twin of `CurlTransport` for tests: answers each request from a handler (or a
-/// queue of canned results) and records every request it saw.
+/// The in-memory twin of `AppleID.CurlTransport` for tests: answers each request from a handler
+/// (or a queue of canned results) and records every request it saw.
 public final class ScriptedTransport: HTTPTransport {
     public typealias Handler = @Sendable (HTTPRequest) async throws(TransportError) -> HTTPResponse
 
