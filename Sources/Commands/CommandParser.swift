@@ -36,7 +36,7 @@ public struct CommandParser: Sendable {
             guard let index = remaining.firstIndex(where: { current.subcommand(named: $0) != nil }),
                   let next = current.subcommand(named: remaining[index]) else {
                 if wantsHelp { return .help(path: path) }
-                throw missingSubcommand(path, given: remaining.first { !$0.hasPrefix("-") })
+                throw missingSubcommand(path, given: Self.firstNonOption(remaining))
             }
             leading += remaining[..<index]
             remaining = Array(remaining[(index + 1)...])
@@ -57,6 +57,16 @@ public struct CommandParser: Sendable {
             current = next
         }
         return path
+    }
+
+    /// The first word that is neither an option nor (probably) an option's value.
+    private static func firstNonOption(_ words: [String]) -> String? {
+        for (index, word) in words.enumerated() where !word.hasPrefix("-") {
+            let previous = index > 0 ? words[index - 1] : ""
+            if previous.hasPrefix("--") && !previous.contains("=") { continue }
+            return word
+        }
+        return nil
     }
 
     private func missingSubcommand(_ path: [CommandSpec], given: String?) -> UsageError {
