@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Clocks", "AppleID"], swiftSettings: strict),
 
         .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "SIWACrypto", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["TestSupport", "Postgres"], swiftSettings: strict),
         .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),
