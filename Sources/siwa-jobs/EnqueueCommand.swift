@@ -5,14 +5,11 @@ import SIWAJobs
 /// `siwa-jobs enqueue refresh-validation`: plan the nightly refresh-token validation.
 enum EnqueueRefreshValidation: Command {
     static let maxAttempts = CommonOptions.maxAttempts(default: 5)
-    static let spec = CommandSpec(
-        "refresh-validation", abstract: "plan the nightly refresh-token validation (accounts due today)",
-        options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, CommonOptions.createdBy],
-        environment: Enqueue.environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]])
+    static let spec = Enqueue.teamJobSpec("refresh-validation", abstract: "plan the nightly refresh-token validation (accounts due today)",
+                                          maxAttempts: maxAttempts)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        let target = try Enqueue.target(arguments, context)
-        return try await Enqueue.run("refresh-validation", arguments, context) { enqueuer, who in
+        try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who in
             try await enqueuer.enqueueRefreshValidation(teamID: target.teamID, clientID: target.clientID, createdBy: who,
                                                         maxAttempts: arguments[maxAttempts])
         }
@@ -22,15 +19,12 @@ enum EnqueueRefreshValidation: Command {
 /// `siwa-jobs enqueue revocation-sweep`: revoke the tokens of deleted and consent-revoked accounts.
 enum EnqueueRevocationSweep: Command {
     static let maxAttempts = CommonOptions.maxAttempts(default: 5)
-    static let spec = CommandSpec(
-        "revocation-sweep", abstract: "revoke tokens of deleted / consent-revoked accounts",
-        discussion: "Exits 1 while a sweep for the team and client is still active.",
-        options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, CommonOptions.createdBy],
-        environment: Enqueue.environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]])
+    static let spec = Enqueue.teamJobSpec("revocation-sweep", abstract: "revoke tokens of deleted / consent-revoked accounts",
+                                          discussion: "Exits 1 while a sweep for the team and client is still active.",
+                                          maxAttempts: maxAttempts)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        let target = try Enqueue.target(arguments, context)
-        return try await Enqueue.run("revocation-sweep", arguments, context) { enqueuer, who in
+        try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who in
             try await enqueuer.enqueueRevocationSweep(teamID: target.teamID, clientID: target.clientID, createdBy: who,
                                                       maxAttempts: arguments[maxAttempts])
         }
@@ -73,9 +67,20 @@ enum EnqueueNoop: Command {
 enum Enqueue {
     static let environment = [EnvironmentDocs.database, EnvironmentDocs.user] + EnvironmentDocs.logging
 
-    /// Team and client from the flags or the environment, checked for shape.
-    static func target(_ arguments: ParsedArguments, _ context: CommandContext) throws -> (teamID: String, clientID: String) {
-        try context.configuration.jobTarget(teamID: arguments[CommonOptions.teamID], clientID: arguments[CommonOptions.clientID])
+    /// A job for one team and client: `--team-id`, `--client-id`, `--max-attempts`, `--created-by`.
+    static func teamJobSpec(_ name: String, abstract: String, discussion: String = "", maxAttempts: Option<Int>) -> CommandSpec {
+        CommandSpec(name, abstract: abstract, discussion: discussion,
+                    options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, CommonOptions.createdBy],
+                    environment: environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]])
+    }
+
+    /// `run` for a team job: the team and client from the flags or the environment, checked for shape.
+    static func teamJob(_ kind: String, _ arguments: ParsedArguments, _ context: CommandContext,
+                        _ plan: @escaping @Sendable (Enqueuer, (teamID: String, clientID: String), String) async throws -> EnqueuedJob)
+        async throws -> ExitCode {
+        let target = try context.configuration.jobTarget(teamID: arguments[CommonOptions.teamID],
+                                                         clientID: arguments[CommonOptions.clientID])
+        return try await run(kind, arguments, context) { enqueuer, who in try await plan(enqueuer, target, who) }
     }
 
     /// Runs `plan` and prints `enqueued job N (kind) with M items`, or `nothing` when there was
