@@ -53,7 +53,8 @@ final class LoopService: Service {
     private let body: @Sendable () async -> Void
     private let onStop: @Sendable () -> Void
     private let latch = StopLatch()
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    /// The running body, and whether a stop came (possibly before `run()` started it).
+    private let state = Mutex<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
 
     /// - Parameter onStop: called on a graceful stop, besides cancelling `body` (e.g. closing a listener).
     init(onStop: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () async -> Void) {
@@ -65,7 +66,11 @@ final class LoopService: Service {
         let body = self.body
         // Owned by this service: cancelled by shutdownGracefully (or our own cancellation), awaited here.
         let running = Task { await body() }
-        task.withLock { $0 = running }
+        let stopped = state.withLock { state in
+            state.task = running
+            return state.stopped
+        }
+        if stopped { running.cancel() }
         await withTaskCancellationHandler {
             await running.value
             await latch.wait()
@@ -76,7 +81,10 @@ final class LoopService: Service {
 
     func shutdownGracefully() {
         onStop()
-        task.withLock { $0?.cancel() }
+        state.withLock { state in
+            state.stopped = true
+            state.task?.cancel()
+        }
         latch.fire()
     }
 }
