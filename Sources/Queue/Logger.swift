@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Structured logger: a constant message plus dotted lower-case keys (`job.id`, `http.status`).
 /// Writes JSON lines to stderr when stderr is not a terminal, readable lines when it is.
@@ -14,12 +13,12 @@ public struct Logger: Sendable {
     public let label: String
     public let minimum: Level
     private let json: Bool
-    private let sink: LogSink
+    private let sink: any LogSink
 
     /// - Parameters:
     ///   - minimum: least severe level written. Default `.info`.
     ///   - json: JSON lines if true; `nil` picks JSON when stderr is not a TTY.
-    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: LogSink = .standardError) {
+    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: any LogSink = StandardErrorLogSink()) {
         self.label = label
         self.minimum = minimum
         self.json = json ?? (isatty(STDERR_FILENO) == 0)
@@ -55,25 +54,23 @@ public struct Logger: Sendable {
     }
 }
 
-/// Where log lines go: stderr, or memory (tests).
-public final class LogSink: Sendable {
-    private let lines = Mutex<[String]>([])
-    private let toStandardError: Bool
+/// Where log lines go: standard error in production; tests pass a memory sink
+/// (`TestSupport.MemoryLogSink`).
+public protocol LogSink: Sendable {
+    /// Writes one complete line (without its newline).
+    func write(_ line: String)
+}
 
-    public static let standardError = LogSink(toStandardError: true)
+/// Writes each line, with a newline, to standard error.
+public struct StandardErrorLogSink: LogSink {
+    public init() {}
 
-    public init(toStandardError: Bool = false) {
-        self.toStandardError = toStandardError
+    public func write(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
+}
 
-    func write(_ line: String) {
-        if toStandardError {
-            FileHandle.standardError.write(Data((line + "\n").utf8))
-        } else {
-            lines.withLock { $0.append(line) }
-        }
-    }
-
-    /// Lines captured by a memory sink.
-    public var captured: [String] { lines.withLock { $0 } }
+extension LogSink where Self == StandardErrorLogSink {
+    /// Standard error.
+    public static var standardError: StandardErrorLogSink { StandardErrorLogSink() }
 }

@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Postgres
 import Queue
 import SIWACrypto
@@ -28,15 +29,28 @@ public struct RevocationSweepHandler: JobHandler {
         self.keyring = keyring
     }
 
-    public var effectSQL: String? {
-        """
-        UPDATE siwa.accounts a
-        SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
-            token_checked_at = now(), updated_at = now()
-        FROM done d
-        WHERE a.id = d.account_id AND d.effect ? 'wipe'
-          AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
-        """
+    /// Result outcomes (`siwa.results.outcome`).
+    enum Outcome: String, OutcomeCode {
+        case revokedOrInvalid = "revoked_or_invalid", noToken = "no_token", failed, discarded
+    }
+
+    /// The effect payload: wipe the stored token, if the account still holds the one sent
+    /// (`wipe_fingerprint`; absent when the stored token had no fingerprint).
+    struct Effect: Encodable, Sendable {
+        let wipe = "stored token"
+        let wipeFingerprint: String?
+        enum CodingKeys: String, CodingKey { case wipe, wipeFingerprint = "wipe_fingerprint" }
+    }
+
+    public var writes: KindWrites {
+        .appleCalls(effect: CompletionEffect([.init("applied_effects", unsafeSQL: """
+            UPDATE siwa.accounts a
+            SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
+                token_checked_at = now(), updated_at = now()
+            FROM done d
+            WHERE a.id = d.account_id AND d.effect ? 'wipe'
+              AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
+            """)]))
     }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
@@ -45,7 +59,7 @@ public struct RevocationSweepHandler: JobHandler {
 
     static func revoke(item: ClaimedItem, stored: StoredTokens.Token?, client: AppleIDClient, keyring: TokenKeyring) async -> ItemOutcome {
         guard let accountID = item.accountID, let stored, stored.ciphertext != nil, stored.keyID != nil else {
-            return .succeeded(ResultRecord(outcome: "no_token", detail: jsonObject(["reason": "account holds no stored refresh token"]),
+            return .succeeded(ResultRecord(Outcome.noToken, detail: jsonObject(["reason": "account holds no stored refresh token"]),
                                            tokenFingerprint: stored?.fingerprint), audit: nil, effect: nil)
         }
         let token: String
@@ -58,11 +72,11 @@ public struct RevocationSweepHandler: JobHandler {
         case .success:
             let note = "Apple answered 200: the token is revoked or was already invalid"
             return .succeeded(
-                ResultRecord(outcome: "revoked_or_invalid", httpStatus: 200, detail: jsonObject(["apple_answer": note]),
+                ResultRecord(Outcome.revokedOrInvalid, httpStatus: 200, detail: jsonObject(["apple_answer": note]),
                              tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.revoked_or_invalid",
                                    detail: jsonObject(["token_fingerprint": fingerprint, "apple_answer": note, "stored_token": "wiped"])),
-                effect: jsonObject(["wipe": "stored token", "wipe_fingerprint": stored.fingerprint]))
+                effect: EffectPayload(Effect(wipeFingerprint: stored.fingerprint)))
         case let .failure(error):
             if error.isCancellation { return .released }
             let detail = jsonObject(["reason": error.detail])
@@ -73,15 +87,15 @@ public struct RevocationSweepHandler: JobHandler {
                     + "and the client ID; then resume the job")
             case .permanent:
                 return .failed(
-                    ResultRecord(outcome: "failed", httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
+                    ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
                                  tokenFingerprint: fingerprint),
                     audit: AuditRecord(action: "token.revoke_failed",
                                        detail: jsonObject(["token_fingerprint": fingerprint, "apple_error": error.appleError])),
                     effect: nil)
             case .transient:
                 return .retry(
-                    error: error.description, retryAfterSeconds: error.retryAfterSeconds,
-                    result: ResultRecord(outcome: "discarded", httpStatus: error.httpStatus, appleError: error.appleError,
+                    error: error.description, retryAfter: error.retryAfterSeconds.map(Duration.seconds(fractional:)),
+                    result: ResultRecord(Outcome.discarded, httpStatus: error.httpStatus, appleError: error.appleError,
                                          detail: detail, tokenFingerprint: fingerprint))
             }
         }

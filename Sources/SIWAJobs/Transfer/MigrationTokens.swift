@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Queue
 import Synchronization
 
@@ -97,6 +98,6 @@ enum MigrationCall {
         result.httpStatus = error.httpStatus
         result.appleError = error.appleError
         result.detail = jsonObject(["reason": error.detail])
-        return .retry(error: error.description, retryAfterSeconds: error.retryAfterSeconds, result: result)
+        return .retry(error: error.description, retryAfter: error.retryAfterSeconds.map(Duration.seconds(fractional:)), result: result)
     }
 }
