@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 
 /// Structured logger: a constant message plus dotted lower-case keys (`job.id`, `http.status`).
@@ -14,15 +15,20 @@ public struct Logger: Sendable {
     public let minimum: Level
     private let json: Bool
     private let sink: any LogSink
+    private let clock: any WallClock
 
     /// - Parameters:
     ///   - minimum: least severe level written. Default `.info`.
     ///   - json: JSON lines if true; `nil` picks JSON when stderr is not a TTY.
-    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: any LogSink = StandardErrorLogSink()) {
+    ///   - sink: where lines go. Default standard error.
+    ///   - clock: the time stamped on each line (`ts`, ISO 8601 UTC with milliseconds). Default `SystemClock()`.
+    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: any LogSink = StandardErrorLogSink(),
+                clock: any WallClock = SystemClock()) {
         self.label = label
         self.minimum = minimum
         self.json = json ?? (isatty(STDERR_FILENO) == 0)
         self.sink = sink
+        self.clock = clock
     }
 
     public func debug(_ message: StaticString, _ fields: [String: String] = [:]) { log(.debug, message, fields) }
@@ -39,18 +45,18 @@ public struct Logger: Sendable {
             object["level"] = level.name
             object["msg"] = text
             object["logger"] = label
-            object["ts"] = Logger.timestamp()
+            object["ts"] = timestamp()
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             line = String(decoding: data, as: UTF8.self)
         } else {
             let kv = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(Logger.timestamp()) \(level.name.uppercased()) [\(label)] \(text)\(kv.isEmpty ? "" : " " + kv)"
+            line = "\(timestamp()) \(level.name.uppercased()) [\(label)] \(text)\(kv.isEmpty ? "" : " " + kv)"
         }
         sink.write(line)
     }
 
-    static func timestamp() -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date())
+    private func timestamp() -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(clock.now)
     }
 }
 

@@ -37,26 +37,22 @@ final class Wakeup: Sendable {
             s.next += 1
             return s.next
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { s -> Bool in
-                    if s.pending {
-                        s.pending = false
-                        return true
-                    }
-                    if Task.isCancelled { return true }
-                    s.waiter = (id, c)
-                    return false
+        await waitCancellably { c in
+            state.withLock { s -> Bool in
+                if s.pending {
+                    s.pending = false
+                    return true
                 }
-                if resumeNow { c.resume() }
+                if Task.isCancelled { return true }
+                s.waiter = (id, c)
+                return false
             }
-        } onCancel: {
-            let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+        } unpark: {
+            state.withLock { s -> CheckedContinuation<Void, Never>? in
                 guard let w = s.waiter, w.id == id else { return nil }
                 s.waiter = nil
                 return w.continuation
             }
-            waiter?.resume()
         }
     }
 }

@@ -16,51 +16,58 @@ func blockUntilCancelled(_ started: StartCounter) -> ScriptedHandler {
     }
 }
 
+/// Three items that block until cancelled, on a worker and store that share a manual clock.
+struct BlockedWorld {
+    let clock = ManualClock()
+    let store: MemoryJobStore
+    let started = StartCounter()
+    let worker: Worker
+
+    init(grace: Duration) {
+        store = MemoryJobStore(clock: clock)
+        store.addJob(kind: "k", count: 3)
+        var config = configuration(concurrency: 3, drain: false)
+        config.shutdownGrace = grace
+        worker = Worker(store: store, handlers: [blockUntilCancelled(started)], configuration: config,
+                        logger: quietLogger(), clock: clock)
+    }
+
+    func waitUntilAllStarted() async throws {
+        while started.count.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+    }
+}
+
 @Suite struct WorkerShutdownTests {
     @Test func graceExpiryReleasesItemsUncharged() async throws {
         // The grace period runs on a manual clock: it ends when the test moves the clock past it.
-        let clock = ManualClock()
-        let store = MemoryJobStore(clock: clock)
-        store.addJob(kind: "k", count: 3)
-        let started = StartCounter()
-        var config = configuration(concurrency: 3, drain: false)
-        config.shutdownGrace = .seconds(10)
-        let worker = Worker(store: store, handlers: [blockUntilCancelled(started)], configuration: config,
-                            logger: quietLogger(), clock: clock)
-        let run = Task { await worker.runToEnd() }
-        while started.count.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(5)) }
-        worker.shutdownGracefully()
+        let world = BlockedWorld(grace: .seconds(10))
+        let run = Task { await world.worker.runToEnd() }
+        try await world.waitUntilAllStarted()
+        world.worker.shutdownGracefully()
         // Short of the grace period nothing is cancelled, however long the test waits.
-        clock.advance(by: .seconds(9))
+        world.clock.advance(by: .seconds(9))
         try await Task.sleep(for: .milliseconds(50))
-        #expect(store.items.allSatisfy { $0.state == .running })
-        while !store.items.allSatisfy({ $0.state == .available }) {
-            clock.advance(by: .seconds(1))
+        #expect(world.store.items.allSatisfy { $0.state == .running })
+        while !world.store.items.allSatisfy({ $0.state == .available }) {
+            world.clock.advance(by: .seconds(1))
             try await Task.sleep(for: .milliseconds(5))
         }
         let result = await run.value
         #expect(result.released == 3)
-        #expect(store.items.allSatisfy { $0.state == .available && $0.claimed.attempt == 0 })
-        #expect(store.results.isEmpty)
+        #expect(world.store.items.allSatisfy { $0.state == .available && $0.claimed.attempt == 0 })
+        #expect(world.store.results.isEmpty)
     }
 
     @Test func aCancelledRunEndsTheGraceAtOnceAndStillReleasesItsItems() async throws {
         // The grace period is an hour on a clock that never moves: only cancellation can end it.
-        let clock = ManualClock()
-        let store = MemoryJobStore(clock: clock)
-        store.addJob(kind: "k", count: 3)
-        let started = StartCounter()
-        var config = configuration(concurrency: 3, drain: false)
-        config.shutdownGrace = .seconds(3600)
-        let worker = Worker(store: store, handlers: [blockUntilCancelled(started)], configuration: config,
-                            logger: quietLogger(), clock: clock)
-        let run = Task { await worker.run() }
-        while started.count.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+        let world = BlockedWorld(grace: .seconds(3600))
+        let run = Task { await world.worker.run() }
+        try await world.waitUntilAllStarted()
         run.cancel()
         await run.value
         // The releases were written although the caller's task was cancelled.
-        #expect(worker.lastReport?.released == 3)
-        #expect(store.items.allSatisfy { $0.state == .available && $0.claimed.attempt == 0 })
+        #expect(world.worker.lastReport?.released == 3)
+        #expect(world.store.items.allSatisfy { $0.state == .available && $0.claimed.attempt == 0 })
     }
 
     @Test func aServiceGroupStopsTheWorkerGracefully() async throws {
