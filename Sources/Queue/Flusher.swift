@@ -2,10 +2,10 @@ import Clocks
 import Postgres
 import Synchronization
 
-/// Buffers completions and writes them in batches, lease-guarded, one statement per kind. A
-/// completion arriving at an idle flusher is written at once; after a batch smaller than
-/// `maxItems` the flusher waits `interval` (on its clock) so the next batch can fill, unless it is
-/// closed or someone waits for it to go idle. A batch that fails on a lost connection or a
+/// Buffers completions and writes them in batches, lease-guarded, one statement per kind. When a
+/// completion arrives at an idle flusher, and after a batch smaller than `maxItems`, the flusher
+/// waits `interval` (on its clock) so the batch can fill, unless it is closed or someone waits for
+/// it to go idle (`waitUntilIdle`), which writes at once. A batch that fails on a lost connection or a
 /// serialization failure is retried with backoff; if the database stays away past `giveUpAfter`,
 /// the batch is dropped: its leases expire and the rescuer hands the items out again, so nothing
 /// is lost (execution is at-least-once, results at-most-once).
@@ -90,7 +90,9 @@ final class Flusher: Sendable {
             if batch.isEmpty {
                 resumeIdleWaiters(written: 0)
                 if closed { return }
+                // Idle until something arrives, then let the batch fill for one interval.
                 await arrived.wait()
+                await clock.sleep(for: interval, unless: urgent.wait)
                 continue
             }
             await write(batch)
