@@ -31,7 +31,8 @@ public struct KindWrites: Sendable {
 ///   without one);
 /// - it may read the steps before it by name;
 /// - it is constant text: no bind parameters, never built from input.
-/// The steps run in the order given; their names must not be one of `reservedNames`.
+/// The steps run in the order given; their names are lower-case, unique, and not one of
+/// `reservedNames`.
 public struct CompletionEffect: Sendable {
     /// One step: `name AS (body)`.
     public struct Step: Sendable {

@@ -60,6 +60,20 @@ import Testing
         await db.drop()
     }
 
+    @Test func everyKindsEffectStepsHaveUniqueNamesTheQueueDoesNotUse() {
+        let effects = [RefreshValidationHandler.effect, RevocationSweepHandler.effect, TransferExportHandler.effect,
+                       TransferImportHandler.effect, NotificationProcessingHandler.effect]
+        for effect in effects {
+            let names = effect.steps.map(\.name)
+            #expect(Set(names).count == names.count)
+            #expect(Set(names).isDisjoint(with: CompletionEffect.reservedNames))
+            #expect(names.allSatisfy { $0 == $0.lowercased() })   // later steps read them unquoted
+        }
+        #expect(TransferImportHandler.effect.steps.map(\.name)
+                == ["applied_effects", "transfer_rows", "transfer_canary", "transfer_release", "transfer_released",
+                    "transfer_release_audit"])
+    }
+
     @Test func handlersDeclareTheirOwnColumnsAndTheQueueNamesNone() throws {
         let noop = NoopHandler()
         #expect(noop.writes.resultColumns.isEmpty && noop.writes.effect == nil)

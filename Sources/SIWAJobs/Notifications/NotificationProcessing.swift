@@ -39,27 +39,28 @@ public struct NotificationProcessingHandler: JobHandler {
         self.teamID = teamID
     }
 
-    public var writes: KindWrites {
-        KindWrites(effect: CompletionEffect([.init("applied_effects", unsafeSQL: """
-            UPDATE siwa.notifications n
-            SET verification = d.effect->>'verification',
-                rejection_reason = d.effect->>'rejection_reason',
-                event_type = d.effect->>'event_type',
-                sub = d.effect->>'sub',
-                event_time = (d.effect->>'event_time')::timestamptz,
-                email = d.effect->>'email',
-                is_private_email = (d.effect->>'is_private_email')::boolean,
-                aud = d.effect->>'aud',
-                outcome = d.effect->>'outcome',
-                account_ids = CASE WHEN d.effect ? 'account_ids'
-                                   THEN ARRAY(SELECT jsonb_array_elements_text(d.effect->'account_ids')::bigint) END,
-                error = d.effect->>'error',
-                processed_at = now()
-            FROM done d
-            WHERE d.effect ? 'notification_id' AND n.id = (d.effect->>'notification_id')::bigint
-              AND n.processed_at IS NULL
-            """)]))
-    }
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
+        UPDATE siwa.notifications n
+        SET verification = d.effect->>'verification',
+            rejection_reason = d.effect->>'rejection_reason',
+            event_type = d.effect->>'event_type',
+            sub = d.effect->>'sub',
+            event_time = (d.effect->>'event_time')::timestamptz,
+            email = d.effect->>'email',
+            is_private_email = (d.effect->>'is_private_email')::boolean,
+            aud = d.effect->>'aud',
+            outcome = d.effect->>'outcome',
+            account_ids = CASE WHEN d.effect ? 'account_ids'
+                               THEN ARRAY(SELECT jsonb_array_elements_text(d.effect->'account_ids')::bigint) END,
+            error = d.effect->>'error',
+            processed_at = now()
+        FROM done d
+        WHERE d.effect ? 'notification_id' AND n.id = (d.effect->>'notification_id')::bigint
+          AND n.processed_at IS NULL
+        """)])
+
+    public var writes: KindWrites { KindWrites(effect: Self.effect) }
 
     struct StoredNotification: Sendable {
         let id: Int64

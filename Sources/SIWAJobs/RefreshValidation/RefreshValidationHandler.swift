@@ -36,14 +36,15 @@ public struct RefreshValidationHandler: JobHandler {
         enum CodingKeys: String, CodingKey { case tokenStatus = "token_status" }
     }
 
-    public var writes: KindWrites {
-        .appleCalls(effect: CompletionEffect([.init("applied_effects", unsafeSQL: """
-            UPDATE siwa.accounts a
-            SET token_status = d.effect->>'token_status', token_checked_at = now(), updated_at = now()
-            FROM done d
-            WHERE a.id = d.account_id AND d.effect ? 'token_status'
-            """)]))
-    }
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
+        UPDATE siwa.accounts a
+        SET token_status = d.effect->>'token_status', token_checked_at = now(), updated_at = now()
+        FROM done d
+        WHERE a.id = d.account_id AND d.effect ? 'token_status'
+        """)])
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.validate)

@@ -42,16 +42,17 @@ public struct RevocationSweepHandler: JobHandler {
         enum CodingKeys: String, CodingKey { case wipe, wipeFingerprint = "wipe_fingerprint" }
     }
 
-    public var writes: KindWrites {
-        .appleCalls(effect: CompletionEffect([.init("applied_effects", unsafeSQL: """
-            UPDATE siwa.accounts a
-            SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
-                token_checked_at = now(), updated_at = now()
-            FROM done d
-            WHERE a.id = d.account_id AND d.effect ? 'wipe'
-              AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
-            """)]))
-    }
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
+        UPDATE siwa.accounts a
+        SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
+            token_checked_at = now(), updated_at = now()
+        FROM done d
+        WHERE a.id = d.account_id AND d.effect ? 'wipe'
+          AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
+        """)])
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.revoke)

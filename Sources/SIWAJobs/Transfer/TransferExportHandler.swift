@@ -44,17 +44,18 @@ public struct TransferExportHandler: JobHandler {
         enum CodingKeys: String, CodingKey { case target, transferSub = "transfer_sub", failure }
     }
 
-    public var writes: KindWrites {
-        .appleCalls(effect: CompletionEffect([.init("applied_effects", unsafeSQL: """
-            INSERT INTO siwa.transfer_subs AS s (account_id, target_team_id, transfer_sub, failure, job_id)
-            SELECT d.account_id, d.effect->>'target', d.effect->>'transfer_sub', d.effect->>'failure', d.job_id
-            FROM done d
-            WHERE d.account_id IS NOT NULL AND d.effect ? 'target' AND d.state IN ('succeeded', 'failed')
-            ON CONFLICT (account_id, target_team_id) DO UPDATE
-            SET transfer_sub = EXCLUDED.transfer_sub, failure = EXCLUDED.failure, job_id = EXCLUDED.job_id, updated_at = now()
-            WHERE s.transfer_sub IS NULL
-            """)] + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert)))
-    }
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
+        INSERT INTO siwa.transfer_subs AS s (account_id, target_team_id, transfer_sub, failure, job_id)
+        SELECT d.account_id, d.effect->>'target', d.effect->>'transfer_sub', d.effect->>'failure', d.job_id
+        FROM done d
+        WHERE d.account_id IS NOT NULL AND d.effect ? 'target' AND d.state IN ('succeeded', 'failed')
+        ON CONFLICT (account_id, target_team_id) DO UPDATE
+        SET transfer_sub = EXCLUDED.transfer_sub, failure = EXCLUDED.failure, job_id = EXCLUDED.job_id, updated_at = now()
+        WHERE s.transfer_sub IS NULL
+        """)] + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert))
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     /// Plans the rest of an export after its canary: the same selection as `enqueueTransferExport`,
     /// past the last canary account.

@@ -60,35 +60,36 @@ public struct TransferImportHandler: JobHandler {
         }
     }
 
-    public var writes: KindWrites {
-        .appleCalls(effect: CompletionEffect([
-            .init("applied_effects", unsafeSQL: """
-                INSERT INTO siwa.accounts AS a (external_user_id, team_id, client_id, sub, email, is_private_email, transfer_sub)
-                SELECT d.effect->>'external_user_id', t.team_id, t.client_id, d.effect->>'sub', d.effect->>'email',
-                       (d.effect->>'is_private_email')::boolean, d.effect->>'transfer_sub'
-                FROM done d JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
-                WHERE d.state = 'succeeded' AND d.effect ? 'sub' AND NOT \(Self.subTaken)
-                ON CONFLICT (team_id, client_id, external_user_id) DO UPDATE
-                SET sub = EXCLUDED.sub, email = EXCLUDED.email, is_private_email = EXCLUDED.is_private_email,
-                    transfer_sub = EXCLUDED.transfer_sub, updated_at = now()
-                """),
-            .init("transfer_rows", unsafeSQL: """
-                UPDATE siwa.transfer_import_rows r
-                SET state = CASE WHEN d.state <> 'succeeded' THEN 'failed'
-                                 WHEN \(Self.subTaken) THEN 'conflict' ELSE 'migrated' END,
-                    reason = CASE WHEN d.state = 'discarded' THEN 'transient errors until attempts ran out'
-                                  WHEN d.state = 'failed' THEN d.effect->>'failure'
-                                  WHEN \(Self.subTaken) THEN 'the new sub already belongs to another account of this team'
-                             END,
-                    job_id = d.job_id
-                FROM done d
-                JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
-                JOIN siwa.job_items i ON i.id = d.item_id
-                WHERE d.state IN ('succeeded', 'failed', 'discarded')
-                  AND r.import_id = t.import_id AND r.line_no = (i.payload->>'line')::int
-                """),
-        ] + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert)))
-    }
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([
+        .init("applied_effects", unsafeSQL: """
+            INSERT INTO siwa.accounts AS a (external_user_id, team_id, client_id, sub, email, is_private_email, transfer_sub)
+            SELECT d.effect->>'external_user_id', t.team_id, t.client_id, d.effect->>'sub', d.effect->>'email',
+                   (d.effect->>'is_private_email')::boolean, d.effect->>'transfer_sub'
+            FROM done d JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
+            WHERE d.state = 'succeeded' AND d.effect ? 'sub' AND NOT \(Self.subTaken)
+            ON CONFLICT (team_id, client_id, external_user_id) DO UPDATE
+            SET sub = EXCLUDED.sub, email = EXCLUDED.email, is_private_email = EXCLUDED.is_private_email,
+                transfer_sub = EXCLUDED.transfer_sub, updated_at = now()
+            """),
+        .init("transfer_rows", unsafeSQL: """
+            UPDATE siwa.transfer_import_rows r
+            SET state = CASE WHEN d.state <> 'succeeded' THEN 'failed'
+                             WHEN \(Self.subTaken) THEN 'conflict' ELSE 'migrated' END,
+                reason = CASE WHEN d.state = 'discarded' THEN 'transient errors until attempts ran out'
+                              WHEN d.state = 'failed' THEN d.effect->>'failure'
+                              WHEN \(Self.subTaken) THEN 'the new sub already belongs to another account of this team'
+                         END,
+                job_id = d.job_id
+            FROM done d
+            JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
+            JOIN siwa.job_items i ON i.id = d.item_id
+            WHERE d.state IN ('succeeded', 'failed', 'discarded')
+              AND r.import_id = t.import_id AND r.line_no = (i.payload->>'line')::int
+            """),
+    ] + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert))
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     /// Plans the rest of an import after its canary: pending rows past the last canary line whose
     /// `transfer_sub` no account of the team and client holds yet (not migrated by an earlier import).
