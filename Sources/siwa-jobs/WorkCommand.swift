@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -39,7 +40,7 @@ enum WorkCommand {
         let worker = Worker(store: PostgresJobStore(pool: pool), handlers: handlers, configuration: configuration, logger: logger)
         let trap = SignalTrap { signo in
             logger.info("signal received: stopping gracefully", ["signal": "\(signo)"])
-            worker.requestStop()
+            worker.shutdownGracefully()
         }
         let listener = PostgresListener(configuration: settings.postgres, channels: [Enqueuer.channel])
         // Owned by this function: cancelled after the worker returns.
@@ -49,7 +50,8 @@ enum WorkCommand {
         let progress = args.flag("progress") ? Task { await ProgressLine.run(pool: pool) } : nil
 
         let started = Date()
-        let report = await worker.run()
+        await worker.run()
+        let report = worker.lastReport ?? WorkerReport()
         let elapsed = Date().timeIntervalSince(started)
 
         progress?.cancel()
@@ -87,10 +89,11 @@ enum WorkCommand {
         c.concurrency = try args.int("concurrency", in: 1...4096) ?? c.concurrency
         c.claimBatch = try args.int("claim-batch", in: 1...5000) ?? c.claimBatch
         c.flushMaxItems = try args.int("flush-max", in: 1...5000) ?? c.flushMaxItems
-        c.leaseSeconds = try args.seconds("lease-seconds", in: 1...3600) ?? c.leaseSeconds
-        c.shutdownGraceSeconds = try args.seconds("grace-seconds", in: 0...3600) ?? c.shutdownGraceSeconds
-        c.pollSeconds = try args.seconds("poll-seconds", in: 0.05...60) ?? c.pollSeconds
-        c.drainHorizonSeconds = try args.seconds("drain-horizon-seconds", in: 0...86400) ?? c.drainHorizonSeconds
+        c.lease = try args.seconds("lease-seconds", in: 1...3600).map(Duration.seconds(fractional:)) ?? c.lease
+        c.shutdownGrace = try args.seconds("grace-seconds", in: 0...3600).map(Duration.seconds(fractional:)) ?? c.shutdownGrace
+        c.pollInterval = try args.seconds("poll-seconds", in: 0.05...60).map(Duration.seconds(fractional:)) ?? c.pollInterval
+        c.drainHorizon = try args.seconds("drain-horizon-seconds", in: 0...86400).map(Duration.seconds(fractional:))
+            ?? c.drainHorizon
         c.drain = args.flag("drain")
         return c
     }
