@@ -1,9 +1,9 @@
 import CMicroHTTPD
 import Synchronization
 
-/// Per-request state carried through libmicrohttpd's `con_cls` pointer (retained; released in
-/// the completion callback). `body` and the flags are touched only by the daemon thread that owns
-/// the connection; `ready` is written by the handler task.
+/// Per-request state carried through libmicrohttpd's `con_cls` pointer (retained; released in the
+/// completion callback). `body` and the flags are touched only by the daemon thread that owns the
+/// connection; `ready` is written by the handler's task or before a delay.
 final class RequestContext: @unchecked Sendable {
     let method: String
     let path: String
@@ -12,7 +12,8 @@ final class RequestContext: @unchecked Sendable {
     var received = 0
     var overflow = false
     var dispatched = false
-    let ready = Mutex<HTTPServerResponse?>(nil)
+    /// What to send once the suspended connection is resumed.
+    let ready = Mutex<HTTPServerResult?>(nil)
 
     init(method: String, path: String, limit: Int) {
         self.method = method
@@ -21,17 +22,18 @@ final class RequestContext: @unchecked Sendable {
     }
 }
 
-enum HTTPBridge {
-    static let forwardedHeaders = ["Content-Type", "Content-Length", "User-Agent", "X-Forwarded-For"]
-
+/// libmicrohttpd's C callbacks. `cls` of both is the `HTTPServerCore`, unretained: the server keeps
+/// it alive until `MHD_stop_daemon` has returned.
+enum MHDBridge {
     /// `MHD_AccessHandlerCallback`: called for the headers, each body chunk, the final call
     /// (`*upload_data_size == 0`), and again after a suspended connection is resumed.
     static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
         guard let cls, let connection, let uploadSize, let conCls else { return cmhd_no() }
         let core = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue()
         guard let raw = conCls.pointee else {
-            let ctx = RequestContext(method: method.map { String(cString: $0) } ?? "GET",
-                                     path: url.map { String(cString: $0) } ?? "/", limit: core.bodyLimit)
+            let path = url.map { String(cString: $0) } ?? "/"
+            let ctx = RequestContext(method: method.map { String(cString: $0) } ?? "GET", path: path,
+                                     limit: max(0, core.bodyLimit(path)))
             if let length = header(connection, "Content-Length").flatMap(Int.init), length > 0, length <= ctx.limit {
                 ctx.body.reserveCapacity(length)
             }
@@ -55,34 +57,49 @@ enum HTTPBridge {
             uploadSize.pointee = 0
             return cmhd_yes()
         }
-        if ctx.dispatched {
-            // Resumed: the handler's answer, or 503 when the server resumed us to shut down.
-            let response = ctx.ready.withLock { $0 } ?? .unavailable
-            return queue(response, on: connection)
-        }
-        var headers: [String: String] = [:]
-        for name in forwardedHeaders {
-            if let value = header(connection, name) { headers[name.lowercased()] = value }
-        }
+        if ctx.dispatched { return core.resumed(ctx, connection: connection) }
+        let headers = values(connection, cmhd_kind_header(), lowerCaseNames: true)
         let announced = headers["content-length"].flatMap(Int.init) ?? 0
         let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headers,
+                                        query: values(connection, cmhd_kind_query(), lowerCaseNames: false),
                                         body: ctx.overflow ? [] : ctx.body, bodyTooLarge: ctx.overflow,
                                         bodyBytes: max(announced, ctx.received))
         ctx.body = []
         ctx.dispatched = true
-        if core.dispatch(request, context: ctx, connection: connection) { return cmhd_yes() }
-        return queue(.unavailable, on: connection)
+        return core.respond(to: request, context: ctx, connection: connection)
     }
 
-    /// `MHD_RequestCompletedCallback`: drops the request context.
-    static let completedHandler: MHD_RequestCompletedCallback = { _, _, conCls, _ in
+    /// `MHD_RequestCompletedCallback`: drops the request context and counts the request finished.
+    static let completedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
         guard let conCls, let raw = conCls.pointee else { return }
-        Unmanaged<RequestContext>.fromOpaque(raw).release()
+        let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         conCls.pointee = nil
+        if ctx.dispatched, let cls { Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed() }
     }
 
     static func header(_ connection: OpaquePointer, _ name: String) -> String? {
         MHD_lookup_connection_value(connection, cmhd_kind_header(), name).map { String(cString: $0) }
+    }
+
+    /// Every key with a value of one kind (headers or query arguments); the first value of a repeated
+    /// key wins, as `MHD_lookup_connection_value` would answer.
+    static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowerCaseNames: Bool) -> [String: String] {
+        var collected = Collected(lowerCaseNames: lowerCaseNames)
+        withUnsafeMutablePointer(to: &collected) { pointer in
+            _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+                guard let cls, let key, let value else { return cmhd_yes() }
+                let collected = cls.assumingMemoryBound(to: Collected.self)
+                let name = collected.pointee.lowerCaseNames ? String(cString: key).lowercased() : String(cString: key)
+                if collected.pointee.values[name] == nil { collected.pointee.values[name] = String(cString: value) }
+                return cmhd_yes()
+            }, pointer)
+        }
+        return collected.values
+    }
+
+    private struct Collected {
+        let lowerCaseNames: Bool
+        var values: [String: String] = [:]
     }
 
     static func queue(_ r: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
@@ -90,6 +107,7 @@ enum HTTPBridge {
         guard let response else { return cmhd_no() }
         defer { MHD_destroy_response(response) }
         if let type = r.contentType { MHD_add_response_header(response, "Content-Type", type) }
+        for header in r.headers { MHD_add_response_header(response, header.name, header.value) }
         return MHD_queue_response(connection, UInt32(r.status), response)
     }
 }
