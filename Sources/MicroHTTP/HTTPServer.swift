@@ -71,8 +71,9 @@ public final class HTTPServer: Service {
 
     /// Stops gracefully: async handlers are no longer started (new requests get 503), delays are no
     /// longer waited; requests in flight get up to `configuration.gracePeriod` to finish and be
-    /// sent, then the rest are released (delayed ones answered now, async ones 503) and every
-    /// connection is closed. Cancelling the calling task cuts the grace period short. Idempotent.
+    /// sent, then the rest are released (delayed ones answered now, async ones 503), their answers
+    /// get up to 50 ms to be written, and every connection is closed. Cancelling the calling task
+    /// ends the grace period at once (the answers are still written). Idempotent.
     public func stop() async {
         stopRequested.open()
         guard let r = running.withLock({ $0 }) else { return }
@@ -80,30 +81,33 @@ public final class HTTPServer: Service {
         let grace = configuration.gracePeriod
         if grace > .zero { await Self.untilIdle(r.core, atMost: grace, on: configuration.clock) }
         r.core.resumeAll()
-        // Let the answers just released be written out (real time: this waits on sockets).
-        await Self.untilIdle(r.core, atMost: .milliseconds(50), on: SystemClock())
+        // Let the answers just released be written out: real time (this waits on sockets), in a
+        // fresh task so that it also happens when the caller was cancelled.
+        await Task { await Self.untilIdle(r.core, atMost: .milliseconds(50), on: SystemClock()) }.value
         shutDown()
     }
 
-    /// Stops at once: suspended connections are released (delayed ones answered now, async ones
-    /// 503) and every connection is closed. Idempotent; does not wait.
+    /// Stops at once: suspended connections are released and every connection is closed, without
+    /// waiting for answers to be written. Idempotent; does not block.
     public func stopNow() {
         stopRequested.open()
         shutDown()
     }
 
-    /// Serves until `shutdownGracefully()` (then stops as `stop()` does) or until the task is
-    /// cancelled (then as `stopNow()`).
+    /// Serves until `shutdownGracefully()` or until the task is cancelled, then stops as `stop()`
+    /// does (after cancellation without the grace period).
     /// - Throws: `HTTPServerError` when the server was not started and cannot start.
     public func run() async throws {
         if !stopRequested.isOpen, running.withLock({ $0 == nil }) { try start() }
         await stopRequested.wait()
-        if Task.isCancelled { stopNow() } else { await stop() }
+        await stop()
     }
 
-    /// Asks `run()` to stop gracefully. Does not block.
+    /// Asks `run()` to stop gracefully; from now on async handlers are not started (503) and delays
+    /// are not waited. Does not block.
     public func shutdownGracefully() {
         stopRequested.open()
+        running.withLock { $0 }?.core.beginStopping()
     }
 
     private func shutDown() {
