@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Dispatch
+import Lifecycle
 import Synchronization
 
 /// A libmicrohttpd connection pointer, kept only while the connection is suspended (the daemon

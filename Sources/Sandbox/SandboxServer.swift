@@ -29,7 +29,7 @@ public final class SandboxServer: Service {
     public let model: SandboxModel
     private let running = Mutex<Running?>(nil)
     /// Set by `shutdownGracefully()` (sticky), so a stop asked before `run()` starts still counts.
-    private let stopAsked = Mutex(false)
+    private let stopAsked = Latch()
     /// A signing key to use instead of generating one at start (tests share one to save time).
     private let presetSigner: (any RS256Signing)?
 
@@ -109,16 +109,16 @@ public final class SandboxServer: Service {
     /// Serves until `shutdownGracefully()` or cancellation, then stops as `stop()` does.
     /// - Throws: `SandboxStartError` when the sandbox was not started and cannot start.
     public func run() async throws {
-        if !stopAsked.withLock({ $0 }), running.withLock({ $0 == nil }) { try start() }
+        if !stopAsked.isOpen, running.withLock({ $0 == nil }) { try start() }
         guard let http = running.withLock({ $0?.http }) else { return }
-        if stopAsked.withLock({ $0 }) { http.shutdownGracefully() }
+        if stopAsked.isOpen { http.shutdownGracefully() }
         try await http.run()
         stop()
     }
 
     /// Asks `run()` to stop. Does not block.
     public func shutdownGracefully() {
-        stopAsked.withLock { $0 = true }
+        stopAsked.open()
         running.withLock { $0?.http }?.shutdownGracefully()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import Testing
 import TestSupport
 @testable import MicroHTTP

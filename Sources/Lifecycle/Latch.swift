@@ -1,7 +1,9 @@
 import Synchronization
 
-/// A one-shot event: once `open()` is called, every waiter (present and future) goes on.
-final class Latch: Sendable {
+/// A one-shot event: once `open()` is called, every waiter (present and future) goes on. A
+/// waiting task that is cancelled returns at once, so a task group holding a waiter can always be
+/// torn down. The building block for a `Service`'s `shutdownGracefully()` (open) and `run()` (wait).
+public final class Latch: Sendable {
     private struct State {
         var isOpen = false
         var nextID: UInt64 = 0
@@ -9,10 +11,13 @@ final class Latch: Sendable {
     }
     private let state = Mutex(State())
 
-    var isOpen: Bool { state.withLock { $0.isOpen } }
+    public init() {}
+
+    /// True once `open()` was called.
+    public var isOpen: Bool { state.withLock { $0.isOpen } }
 
     /// Opens the latch and releases every waiter; later calls do nothing.
-    func open() {
+    public func open() {
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
             guard !s.isOpen else { return [] }
             s.isOpen = true
@@ -23,7 +28,7 @@ final class Latch: Sendable {
     }
 
     /// Returns once the latch is open, or as soon as the calling task is cancelled.
-    func wait() async {
+    public func wait() async {
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1
             return s.nextID
