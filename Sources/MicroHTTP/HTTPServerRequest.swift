@@ -6,8 +6,8 @@ public struct HTTPServerRequest: Sendable {
     public var method: String
     /// The path without the query string, e.g. `/auth/token`.
     public var path: String
-    /// Every request header by lower-case name; when a name repeats, its first value.
-    public var headers: [String: String]
+    /// Every request header field, in the order received; `headers["Content-Type"]` matches any case.
+    public var headers: HTTPRequestHeaders
     /// The query-string parameters, percent-decoded, by exact name; when a name repeats, its first
     /// value. A parameter without `=` (`?flag`) has no value and is left out.
     public var query: [String: String]
@@ -19,7 +19,7 @@ public struct HTTPServerRequest: Sendable {
     /// Body bytes announced (`Content-Length`) or received, whichever is larger (for logs).
     public var bodyBytes: Int
 
-    public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:],
+    public init(method: String, path: String, headers: HTTPRequestHeaders = [:], query: [String: String] = [:],
                 body: [UInt8] = [], bodyTooLarge: Bool = false, bodyBytes: Int? = nil) {
         self.method = method
         self.path = path
@@ -31,7 +31,7 @@ public struct HTTPServerRequest: Sendable {
     }
 
     /// The value of header `name` (any case), or nil.
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public func header(_ name: String) -> String? { headers[name] }
 
     /// `Content-Type` as sent, or nil.
     public var contentType: String? { headers["content-type"] }

@@ -58,10 +58,9 @@ enum MHDBridge {
             return cmhd_yes()
         }
         if ctx.dispatched { return core.resumed(ctx, connection: connection) }
-        let headers = values(connection, cmhd_kind_header(), lowerCaseNames: true)
-        let announced = headers["content-length"].flatMap(Int.init) ?? 0
-        let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headers,
-                                        query: values(connection, cmhd_kind_query(), lowerCaseNames: false),
+        let headers = headerFields(connection)
+        let announced = headers["Content-Length"].flatMap(Int.init) ?? 0
+        let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headers, query: queryArguments(connection),
                                         body: ctx.overflow ? [] : ctx.body, bodyTooLarge: ctx.overflow,
                                         bodyBytes: max(announced, ctx.received))
         ctx.body = []
@@ -81,25 +80,34 @@ enum MHDBridge {
         MHD_lookup_connection_value(connection, cmhd_kind_header(), name).map { String(cString: $0) }
     }
 
-    /// Every key with a value of one kind (headers or query arguments); the first value of a repeated
-    /// key wins, as `MHD_lookup_connection_value` would answer.
-    static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowerCaseNames: Bool) -> [String: String] {
-        var collected = Collected(lowerCaseNames: lowerCaseNames)
-        withUnsafeMutablePointer(to: &collected) { pointer in
-            _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+    /// The request's header fields, in order.
+    static func headerFields(_ connection: OpaquePointer) -> HTTPRequestHeaders {
+        var headers = HTTPRequestHeaders()
+        withUnsafeMutablePointer(to: &headers) { pointer in
+            _ = MHD_get_connection_values(connection, cmhd_kind_header(), { cls, _, key, value in
                 guard let cls, let key, let value else { return cmhd_yes() }
-                let collected = cls.assumingMemoryBound(to: Collected.self)
-                let name = collected.pointee.lowerCaseNames ? String(cString: key).lowercased() : String(cString: key)
-                if collected.pointee.values[name] == nil { collected.pointee.values[name] = String(cString: value) }
+                cls.assumingMemoryBound(to: HTTPRequestHeaders.self).pointee
+                    .append(HTTPHeader(String(cString: key), String(cString: value)))
                 return cmhd_yes()
             }, pointer)
         }
-        return collected.values
+        return headers
     }
 
-    private struct Collected {
-        let lowerCaseNames: Bool
-        var values: [String: String] = [:]
+    /// The query arguments that have a value, decoded; the first value of a repeated name wins, as
+    /// `MHD_lookup_connection_value` would answer.
+    static func queryArguments(_ connection: OpaquePointer) -> [String: String] {
+        var arguments: [String: String] = [:]
+        withUnsafeMutablePointer(to: &arguments) { pointer in
+            _ = MHD_get_connection_values(connection, cmhd_kind_query(), { cls, _, key, value in
+                guard let cls, let key, let value else { return cmhd_yes() }
+                let arguments = cls.assumingMemoryBound(to: [String: String].self)
+                let name = String(cString: key)
+                if arguments.pointee[name] == nil { arguments.pointee[name] = String(cString: value) }
+                return cmhd_yes()
+            }, pointer)
+        }
+        return arguments
     }
 
     static func queue(_ r: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {

@@ -37,6 +37,7 @@ import TestSupport
         #expect(request.method == "PUT" && request.path == "/a/b")
         #expect(request.query == ["team_id": "T 1", "Case": "x"], "decoded, first value wins, no valueless flag")
         #expect(request.header("X-TWICE") == "first" && request.headers["x-twice"] == "first")
+        #expect(request.headers.filter { $0.name == "X-Twice" }.map(\.value) == ["first", "second"], "all kept, in order")
         #expect(request.contentType == "Application/JSON; charset=utf-8" && request.mediaType == "application/json")
         #expect(request.authorization == "Bearer t")
         #expect(request.body == Array("{}".utf8) && !request.bodyTooLarge && request.bodyBytes == 2)
