@@ -20,18 +20,14 @@ public struct SandboxStartError: Error, CustomStringConvertible, Sendable {
 /// `shutdownGracefully()` or cancellation; either stop answers delayed requests at once, as
 /// `stop()` does.
 public final class SandboxServer: Service {
-    private struct Running: Sendable {
-        var http: HTTPServer
-        var handler: SandboxHandler
-    }
-
     public let configuration: SandboxConfiguration
     public let model: SandboxModel
-    private let running = Mutex<Running?>(nil)
-    /// Set by `shutdownGracefully()` (sticky), so a stop asked before `run()` starts still counts.
-    private let stopAsked = Latch()
     /// A signing key to use instead of generating one at start (tests share one to save time).
     private let presetSigner: (any RS256Signing)?
+    /// The server and handler of a started sandbox.
+    private let running = Mutex<(http: HTTPServer, handler: SandboxHandler)?>(nil)
+    /// Set by `shutdownGracefully()` (sticky), so a stop asked before `run()` starts still counts.
+    private let stopAsked = Latch()
 
     /// Simultaneous connections accepted.
     static let connectionLimit = 4096
@@ -82,7 +78,7 @@ public final class SandboxServer: Service {
         } catch {
             throw SandboxStartError(description: "could not listen on \(configuration.host):\(configuration.port)")
         }
-        running.withLock { $0 = Running(http: http, handler: handler) }
+        running.withLock { $0 = (http, handler) }
         return port
     }
 
@@ -100,7 +96,7 @@ public final class SandboxServer: Service {
 
     /// Stops listening and closes all connections; idempotent. Delayed requests are answered first.
     public func stop() {
-        running.withLock { state -> Running? in
+        running.withLock { state -> (http: HTTPServer, handler: SandboxHandler)? in
             defer { state = nil }
             return state
         }?.http.stopNow()
