@@ -36,15 +36,15 @@ let package = Package(
         // group. Knows nothing about Apple.
         .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Postgres", "EmbeddedSQL"], swiftSettings: strict),
         // The job kinds, their migration group, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer", "EmbeddedSQL"], swiftSettings: strict),
-        // A small async HTTP server on libmicrohttpd (the notification receiver).
-        .target(name: "HTTPServer", dependencies: ["Clocks", "Lifecycle", "CMicroHTTPD"], swiftSettings: strict),
-        // A faithful local stand-in for appleid.apple.com on libmicrohttpd.
-        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "Lifecycle", "HTTPServer", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "MicroHTTP", "EmbeddedSQL"], swiftSettings: strict),
+        // The one HTTP server (libmicrohttpd): the notification receiver and the sandbox serve on it.
+        .target(name: "MicroHTTP", dependencies: ["Clocks", "Lifecycle", "CMicroHTTPD"], swiftSettings: strict),
+        // A faithful local stand-in for appleid.apple.com, served by MicroHTTP.
+        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "Lifecycle", "MicroHTTP", "SIWACrypto"], swiftSettings: strict),
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
-            dependencies: ["SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
+            dependencies: ["SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP"],
             swiftSettings: strict
         ),
 
@@ -60,10 +60,11 @@ let package = Package(
         .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres", "Clocks", "Lifecycle"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "AppleIDTests", dependencies: ["TestSupport", "AppleID", "SIWACrypto"], swiftSettings: strict),
-        .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "AppleID", "SIWACrypto"], swiftSettings: strict),
+        .testTarget(name: "MicroHTTPTests", dependencies: ["TestSupport", "MicroHTTP", "Lifecycle", "Clocks"], swiftSettings: strict),
+        .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "MicroHTTP", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["TestSupport", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer", "EmbeddedSQL"],
+            dependencies: ["TestSupport", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "EmbeddedSQL"],
             swiftSettings: strict
         ),
     ]

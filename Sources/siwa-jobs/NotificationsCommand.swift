@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import MicroHTTP
 import Postgres
 import SIWAJobs
 
@@ -44,9 +44,8 @@ enum NotificationsCommand {
         let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool), logger: logger)
         let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool, timeoutSeconds: timeout), logger: logger,
                                             path: path, onStored: planner.signal)
-        let server = HTTPServer(host: args.string("host") ?? "127.0.0.1", port: UInt16(port),
-                                bodyLimit: NotificationReceiver.bodyLimit, threads: try args.int("threads", in: 1...64) ?? 2,
-                                handler: receiver.handle)
+        let server = receiver.server(host: args.string("host") ?? "127.0.0.1", port: UInt16(port),
+                                     threads: try args.int("threads", in: 1...64) ?? 2)
         let bound: UInt16
         do {
             bound = try server.start()
@@ -65,7 +64,7 @@ enum NotificationsCommand {
             logger.info("signal received: stopping gracefully", ["signal": "\(signo)"])
             break
         }
-        await server.stop(graceSeconds: 10)
+        await server.stop()
         logger.info("notification receiver stopped listening")
         planner.finish()
         // The planner's last round plans what was stored before the stop; a stuck database must

@@ -4,15 +4,16 @@ import Glibc
 #endif
 
 /// A parsed HTTP/1.1 response.
-struct HTTPReply {
-    var status: Int
-    var headers: [String: String]  // lower-cased names
-    var body: [UInt8]
-    var text: String { String(decoding: body, as: UTF8.self) }
-    func header(_ name: String) -> String? { headers[name.lowercased()] }
+public struct HTTPReply: Sendable {
+    public var status: Int
+    /// By lower-case name.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }
 
-enum RawHTTPError: Error, Equatable {
+public enum RawHTTPError: Error, Equatable {
     case connect(Int32)
     /// The server closed the connection without sending a single byte.
     case closedWithoutResponse
@@ -21,9 +22,12 @@ enum RawHTTPError: Error, Equatable {
 }
 
 /// A tiny blocking HTTP/1.1 client over a POSIX socket (`Connection: close`), so tests can see
-/// exactly what the sandbox sends, including a connection closed with no response.
-enum RawHTTP {
-    static func request(port: UInt16, method: String, path: String, headers: [(String, String)] = [],
+/// exactly what a server sends, including a connection closed with no response.
+public enum RawHTTP {
+    /// One request on a fresh connection to 127.0.0.1:`port`; blocks the calling thread until the
+    /// server closes the connection (or `timeoutSeconds` pass without a byte).
+    /// - Throws: `RawHTTPError`.
+    public static func request(port: UInt16, method: String, path: String, headers: [(String, String)] = [],
                         body: [UInt8] = [], timeoutSeconds: Int = 10) throws -> HTTPReply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawHTTPError.connect(errno) }
@@ -45,7 +49,7 @@ enum RawHTTP {
         let out = Array(head.utf8) + body
         var sent = 0
         while sent < out.count {
-            let n = out[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = out[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n <= 0 { break }  // the server may close early (reset fault); reading tells the story
             sent += n
         }
@@ -82,7 +86,7 @@ enum RawHTTP {
     }
 
     /// Percent-encodes form fields (RFC 3986 unreserved characters pass through).
-    static func form(_ fields: [(String, String)]) -> [UInt8] {
+    public static func form(_ fields: [(String, String)]) -> [UInt8] {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let text = fields.map { k, v in
@@ -91,4 +95,27 @@ enum RawHTTP {
         }.joined(separator: "&")
         return Array(text.utf8)
     }
+
+    /// `request` on a thread of its own, so async tests never block a thread of the Swift
+    /// concurrency pool (which the server under test may need) nor queue behind other blocked
+    /// requests in libdispatch's small global pool.
+    public static func send(port: UInt16, method: String, path: String, headers: [(String, String)] = [],
+                            body: [UInt8] = [], timeoutSeconds: Int = 10) async throws -> HTTPReply {
+        let headerList = headers.map { HTTPHeaderPair(name: $0.0, value: $0.1) }
+        return try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result {
+                    try request(port: port, method: method, path: path, headers: headerList.map { ($0.name, $0.value) },
+                                body: body, timeoutSeconds: timeoutSeconds)
+                })
+            }
+            thread.start()
+        }
+    }
+}
+
+/// A header as a Sendable pair (tuples cross into `@Sendable` closures only as values).
+private struct HTTPHeaderPair: Sendable {
+    let name: String
+    let value: String
 }
