@@ -32,35 +32,43 @@ let package = Package(
         .target(name: "SIWACrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         // Everything Apple: client secret, HTTP transport (libcurl), REST client, error classes.
         .target(name: "AppleID", dependencies: ["SIWACore", "Clocks", "SIWACrypto", "CCurl"], swiftSettings: strict),
-        // Generic durable queue on PostgreSQL and the worker supervisor. Knows nothing about Apple.
-        .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Postgres"], swiftSettings: strict),
-        // The job kinds, schema migrations, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "HTTPServer"], swiftSettings: strict),
-        // A small async HTTP server on libmicrohttpd (the notification receiver).
-        .target(name: "HTTPServer", dependencies: ["Clocks", "Lifecycle", "CMicroHTTPD"], swiftSettings: strict),
-        // A faithful local stand-in for appleid.apple.com on libmicrohttpd.
-        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "Lifecycle", "HTTPServer", "SIWACrypto", "CMicroHTTPD"], swiftSettings: strict),
+        // The files of sql/, compiled in at build time by the EmbedSQL plugin (no copy checked in).
+        .target(name: "EmbeddedSQL", swiftSettings: strict, plugins: ["EmbedSQL"]),
+        // Generic durable queue on PostgreSQL and the worker supervisor, with its own migration
+        // group. Knows nothing about Apple.
+        .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Postgres", "EmbeddedSQL"], swiftSettings: strict),
+        // The job kinds, their migration group, seeding and reports.
+        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "MicroHTTP", "EmbeddedSQL"], swiftSettings: strict),
+        // The one HTTP server (libmicrohttpd): the notification receiver and the sandbox serve on it.
+        .target(name: "MicroHTTP", dependencies: ["Clocks", "Lifecycle", "CMicroHTTPD"], swiftSettings: strict),
+        // A faithful local stand-in for appleid.apple.com, served by MicroHTTP.
+        .target(name: "Sandbox", dependencies: ["SIWACore", "Clocks", "Lifecycle", "MicroHTTP", "SIWACrypto"], swiftSettings: strict),
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
-            dependencies: ["Commands", "SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
+            dependencies: ["Commands", "SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP"],
             swiftSettings: strict
         ),
 
+        // Build-time embedding of sql/: a local build-tool plugin and the tool it runs.
+        .plugin(name: "EmbedSQL", capability: .buildTool(), dependencies: ["EmbedSQLTool"]),
+        .executableTarget(name: "EmbedSQLTool", path: "Plugins/EmbedSQLTool", swiftSettings: strict),
+
         // Test doubles (manual clock, scripted transport, in-memory job store, log sink): linked by
         // test targets only, never by the executable.
-        .target(name: "TestSupport", dependencies: ["Clocks", "AppleID"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Clocks", "AppleID", "Queue"], swiftSettings: strict),
 
         .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "SIWACrypto", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["TestSupport", "Postgres"], swiftSettings: strict),
-        .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres"], swiftSettings: strict),
+        .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres", "Clocks", "Lifecycle"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "AppleIDTests", dependencies: ["TestSupport", "AppleID", "SIWACrypto"], swiftSettings: strict),
-        .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "AppleID", "SIWACrypto"], swiftSettings: strict),
+        .testTarget(name: "MicroHTTPTests", dependencies: ["TestSupport", "MicroHTTP", "Lifecycle", "Clocks"], swiftSettings: strict),
+        .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "MicroHTTP", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["TestSupport", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "HTTPServer"],
+            dependencies: ["TestSupport", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "EmbeddedSQL"],
             swiftSettings: strict
         ),
     ]

@@ -1,10 +1,14 @@
+import Clocks
 import Postgres
 import Synchronization
 
-/// Buffers completions and writes them in batches (by size or age), lease-guarded, on its own
-/// connection. A batch that fails on a database error is retried with backoff; if the database
-/// stays away past `giveUpSeconds`, the batch is dropped: its leases expire and the rescuer hands
-/// the items out again, so nothing is lost (execution is at-least-once, results at-most-once).
+/// Buffers completions and writes them in batches, lease-guarded, one statement per kind. When a
+/// completion arrives at an idle flusher, and after a batch smaller than `maxItems`, the flusher
+/// waits `interval` (on its clock) so the batch can fill, unless it is closed or someone waits for
+/// it to go idle (`waitUntilIdle`), which writes at once. A batch that fails on a lost connection or a
+/// serialization failure is retried with backoff; if the database stays away past `giveUpAfter`,
+/// the batch is dropped: its leases expire and the rescuer hands the items out again, so nothing
+/// is lost (execution is at-least-once, results at-most-once).
 final class Flusher: Sendable {
     private struct State {
         var buffer: [Completion] = []
@@ -14,35 +18,44 @@ final class Flusher: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Signalled by `add`, `close` and `waitUntilIdle`: wakes an idle flusher.
+    private let arrived = Wakeup()
+    /// Signalled by `close` and `waitUntilIdle`: cuts the wait between batches short.
+    private let urgent = Wakeup()
     private let store: any JobStore
     private let owner: String
-    private let effects: [String: String?]
+    private let writes: [String: KindWrites]
     private let maxItems: Int
-    private let intervalMilliseconds: Int
-    private let logger: Logger
-    private let giveUpSeconds: Double
+    private let interval: Duration
+    private let giveUpAfter: Duration
+    private let clock: any WallClock
     private let inFlight: InFlightSet
+    private let logger: Logger
     private let failure = Mutex<String?>(nil)
 
-    init(store: any JobStore, owner: String, effects: [String: String?], maxItems: Int, intervalMilliseconds: Int,
-         giveUpSeconds: Double = 120, inFlight: InFlightSet, logger: Logger) {
+    init(store: any JobStore, owner: String, writes: [String: KindWrites], maxItems: Int, interval: Duration,
+         giveUpAfter: Duration = .seconds(120), clock: any WallClock, inFlight: InFlightSet, logger: Logger) {
         self.store = store
         self.owner = owner
-        self.effects = effects
+        self.writes = writes
         self.maxItems = max(1, maxItems)
-        self.intervalMilliseconds = max(1, intervalMilliseconds)
-        self.giveUpSeconds = giveUpSeconds
+        self.interval = max(interval, .milliseconds(1))
+        self.giveUpAfter = giveUpAfter
+        self.clock = clock
         self.inFlight = inFlight
         self.logger = logger
     }
 
     func add(_ completion: Completion) {
         state.withLock { $0.buffer.append(completion) }
+        arrived.signal()
     }
 
     /// No more completions will be added; `run` returns once everything buffered is written.
     func close() {
         state.withLock { $0.closed = true }
+        urgent.signal()
+        arrived.signal()
     }
 
     /// The last unrecoverable database failure, if batches had to be dropped.
@@ -56,7 +69,12 @@ final class Flusher: Sendable {
                 s.idleWaiters.append(c)
                 return false
             }
-            if idle { c.resume() }
+            if idle {
+                c.resume()
+            } else {
+                urgent.signal()
+                arrived.signal()
+            }
         }
     }
 
@@ -70,28 +88,29 @@ final class Flusher: Sendable {
                 return (taken, s.closed)
             }
             if batch.isEmpty {
-                let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                    guard s.buffer.isEmpty && s.writing == 0 else { return [] }
-                    defer { s.idleWaiters = [] }
-                    return s.idleWaiters
-                }
-                waiters.forEach { $0.resume() }
+                resumeIdleWaiters(written: 0)
                 if closed { return }
-                try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
+                // Idle until something arrives, then let the batch fill for one interval.
+                await arrived.wait()
+                await clock.sleep(for: interval, unless: urgent.wait)
                 continue
             }
             await write(batch)
-            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                s.writing -= batch.count
-                guard s.buffer.isEmpty && s.writing == 0 else { return [] }
-                defer { s.idleWaiters = [] }
-                return s.idleWaiters
-            }
-            waiters.forEach { $0.resume() }
+            resumeIdleWaiters(written: batch.count)
             if batch.count < maxItems && !closed {
-                try? await Task.sleep(for: .milliseconds(intervalMilliseconds))
+                await clock.sleep(for: interval, unless: urgent.wait)
             }
         }
+    }
+
+    private func resumeIdleWaiters(written: Int) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.writing -= written
+            guard s.buffer.isEmpty && s.writing == 0 else { return [] }
+            defer { s.idleWaiters = [] }
+            return s.idleWaiters
+        }
+        waiters.forEach { $0.resume() }
     }
 
     private func write(_ batch: [Completion]) async {
@@ -102,16 +121,16 @@ final class Flusher: Sendable {
     }
 
     /// Writes completions of one kind. A lost connection or a serialization failure is retried
-    /// with backoff (the batch is dropped after `giveUpSeconds`; leases then expire and items are
+    /// with backoff (the batch is dropped after `giveUpAfter`; leases then expire and items are
     /// rescued). Any other database error is a property of some item's data, which would fail the
     /// same way on every retry: the batch is split down to the offending completions, and each of
     /// those is recorded as failed without its effect.
     private func write(_ completions: [Completion], kind: String) async {
-        var delay = 0.05
-        var waited = 0.0
+        var delay = Duration.milliseconds(50)
+        var waited = Duration.zero
         while true {
             do {
-                _ = try await store.complete(completions, owner: owner, effectSQL: effects[kind] ?? nil)
+                _ = try await store.complete(completions, owner: owner, writes: writes[kind] ?? .none)
                 return
             } catch let error as DatabaseError where !(error.isConnectionLoss || error.isTransactionRetryable) {
                 if completions.count > 1 {
@@ -123,7 +142,7 @@ final class Flusher: Sendable {
                 }
                 return
             } catch {
-                if waited >= giveUpSeconds {
+                if waited >= giveUpAfter {
                     let message = "\(error)"
                     failure.withLock { $0 = message }
                     logger.error("completions dropped; their leases will expire and be rescued",
@@ -131,27 +150,28 @@ final class Flusher: Sendable {
                     return
                 }
                 logger.warning("writing completions failed; retrying", ["error": "\(error)", "items": "\(completions.count)"])
-                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                try? await clock.sleep(for: delay)
                 waited += delay
-                delay = min(delay * 2, 5)
+                delay = min(delay * 2, .seconds(5))
             }
         }
     }
 
     /// The database refused one completion (e.g. its effect would break a unique key): record the
-    /// item as failed, with the SQLSTATE, and without the effect.
+    /// item as failed, with the SQLSTATE, and without the effect (the kind's columns are kept).
     private func recordRejected(_ completion: Completion, error: DatabaseError) async {
         logger.error("the database refused an item's completion; recording it as failed without its effect", [
             "item.id": "\(completion.item.id)", "db.sqlstate": error.sqlState ?? "", "error": "\(error)"])
         let failed = Completion(
             item: completion.item, kind: completion.kind, state: .failed,
             lastError: "completion refused by the database (SQLSTATE \(error.sqlState ?? "?"))",
-            result: ResultRecord(outcome: "failed", httpStatus: completion.result?.httpStatus, appleError: completion.result?.appleError,
+            result: ResultRecord(outcome: .failed, httpStatus: completion.result?.httpStatus,
                                  detail: "{\"reason\":\"completion refused by the database\",\"sqlstate\":\"\(error.sqlState ?? "")\"}",
-                                 tokenFingerprint: completion.result?.tokenFingerprint),
+                                 kindValues: completion.result?.kindValues ?? [:]),
             audit: AuditRecord(action: "item.completion_refused"))
+        let columnsOnly = KindWrites(resultColumns: writes[completion.kind]?.resultColumns ?? [])
         do {
-            _ = try await store.complete([failed], owner: owner, effectSQL: nil)
+            _ = try await store.complete([failed], owner: owner, writes: columnsOnly)
         } catch {
             logger.error("recording the refused completion failed; its lease will expire and be rescued", ["error": "\(error)"])
         }

@@ -28,16 +28,17 @@ public struct RescueReport: Sendable, Equatable {
 
 /// The durable queue, as the worker uses it. `PostgresJobStore` is the real one.
 public protocol JobStore: Sendable {
-    /// Leases up to `limit` due items of running jobs of the given kinds for `leaseSeconds` seconds
+    /// Leases up to `limit` due items of running jobs of the given kinds for `lease`
     /// (`FOR UPDATE SKIP LOCKED`), incrementing each item's attempt.
-    func claim(owner: String, kinds: [String], limit: Int, leaseSeconds: Double) async throws -> [ClaimedItem]
+    func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem]
     /// Jobs by id (for specs and kinds).
     func jobs(ids: [Int64]) async throws -> [JobRecord]
-    /// Writes completions of one kind in one statement, touching only items `owner` still leases at
-    /// the claimed attempt. Returns how many were written.
-    func complete(_ completions: [Completion], owner: String, effectSQL: String?) async throws -> Int
-    /// Extends the leases `owner` holds on `itemIDs`. Returns how many were extended.
-    func extendLeases(owner: String, itemIDs: [Int64], leaseSeconds: Double) async throws -> Int
+    /// Writes completions of one kind in one statement, with the kind's own result columns and
+    /// effect (`writes`), touching only items `owner` still leases at the claimed attempt.
+    /// Returns how many were written.
+    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int
+    /// Extends the leases `owner` holds on `itemIDs` to `lease` from now. Returns how many were extended.
+    func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int
     /// Expired leases back to available (or discarded when out of attempts, with a result row).
     func rescueExpired(limit: Int) async throws -> RescueReport
     /// Pauses a running job with a reason that says what to check. Returns false if it was not running.

@@ -1,5 +1,5 @@
+import Clocks
 import Foundation
-import Synchronization
 
 /// Structured logger: a constant message plus dotted lower-case keys (`job.id`, `http.status`).
 /// Writes JSON lines to stderr when stderr is not a terminal, readable lines when it is.
@@ -14,16 +14,21 @@ public struct Logger: Sendable {
     public let label: String
     public let minimum: Level
     private let json: Bool
-    private let sink: LogSink
+    private let sink: any LogSink
+    private let clock: any WallClock
 
     /// - Parameters:
     ///   - minimum: least severe level written. Default `.info`.
     ///   - json: JSON lines if true; `nil` picks JSON when stderr is not a TTY.
-    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: LogSink = .standardError) {
+    ///   - sink: where lines go. Default standard error.
+    ///   - clock: the time stamped on each line (`ts`, ISO 8601 UTC with milliseconds). Default `SystemClock()`.
+    public init(label: String, minimum: Level = .info, json: Bool? = nil, sink: any LogSink = StandardErrorLogSink(),
+                clock: any WallClock = SystemClock()) {
         self.label = label
         self.minimum = minimum
         self.json = json ?? (isatty(STDERR_FILENO) == 0)
         self.sink = sink
+        self.clock = clock
     }
 
     public func debug(_ message: StaticString, _ fields: [String: String] = [:]) { log(.debug, message, fields) }
@@ -40,40 +45,38 @@ public struct Logger: Sendable {
             object["level"] = level.name
             object["msg"] = text
             object["logger"] = label
-            object["ts"] = Logger.timestamp()
+            object["ts"] = timestamp()
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             line = String(decoding: data, as: UTF8.self)
         } else {
             let kv = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(Logger.timestamp()) \(level.name.uppercased()) [\(label)] \(text)\(kv.isEmpty ? "" : " " + kv)"
+            line = "\(timestamp()) \(level.name.uppercased()) [\(label)] \(text)\(kv.isEmpty ? "" : " " + kv)"
         }
         sink.write(line)
     }
 
-    static func timestamp() -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date())
+    private func timestamp() -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(clock.now)
     }
 }
 
-/// Where log lines go: stderr, or memory (tests).
-public final class LogSink: Sendable {
-    private let lines = Mutex<[String]>([])
-    private let toStandardError: Bool
+/// Where log lines go: standard error in production; tests pass a memory sink
+/// (`TestSupport.MemoryLogSink`).
+public protocol LogSink: Sendable {
+    /// Writes one complete line (without its newline).
+    func write(_ line: String)
+}
 
-    public static let standardError = LogSink(toStandardError: true)
+/// Writes each line, with a newline, to standard error.
+public struct StandardErrorLogSink: LogSink {
+    public init() {}
 
-    public init(toStandardError: Bool = false) {
-        self.toStandardError = toStandardError
+    public func write(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
+}
 
-    func write(_ line: String) {
-        if toStandardError {
-            FileHandle.standardError.write(Data((line + "\n").utf8))
-        } else {
-            lines.withLock { $0.append(line) }
-        }
-    }
-
-    /// Lines captured by a memory sink.
-    public var captured: [String] { lines.withLock { $0 } }
+extension LogSink where Self == StandardErrorLogSink {
+    /// Standard error.
+    public static var standardError: StandardErrorLogSink { StandardErrorLogSink() }
 }

@@ -2,38 +2,47 @@ import Postgres
 
 extension PostgresJobStore {
     /// One statement per call: the items' new state, their result rows (at most one per item, by
-    /// key), audit rows and the kind's account effects, all only for items `owner` still leases at
-    /// the claimed attempt. A statement is atomic, so either all of an item's writes land or none.
-    public func complete(_ completions: [Completion], owner: String, effectSQL: String?) async throws -> Int {
+    /// key) with the kind's own result columns, audit rows and the kind's effect steps, all only for
+    /// items `owner` still leases at the claimed attempt. A statement is atomic, so either all of an
+    /// item's writes land or none. See `CompletionEffect` for what effect steps may read.
+    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int {
         guard !completions.isEmpty else { return 0 }
-        var ids: [Int64] = [], attempts: [Int] = [], states: [String] = [], delays: [Double] = []
+        var ids: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
-        var appleErrors: [String?] = [], details: [String?] = [], fingerprints: [String?] = []
-        var auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
+        var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
+        let columns = writes.resultColumns
+        var kindValues = [[String?]](repeating: [], count: columns.count)
         for c in completions {
             ids.append(c.item.id)
             attempts.append(c.item.attempt)
-            states.append(c.state.rawValue)
-            delays.append(c.delaySeconds)
+            states.append(c.state)
+            delays.append(c.delay.seconds)
             uncharged.append(c.uncharged)
             errors.append(c.lastError)
-            outcomes.append(c.result?.outcome)
+            outcomes.append(c.result?.outcome.rawValue)
             statuses.append(c.result?.httpStatus.map(String.init))
-            appleErrors.append(c.result?.appleError)
             details.append(c.result?.detail)
-            fingerprints.append(c.result?.tokenFingerprint)
             auditActions.append(c.audit?.action)
             auditDetails.append(c.audit?.detail)
-            effects.append(c.effect)
+            effects.append(c.effect?.json)
+            for (index, column) in columns.enumerated() { kindValues[index].append(c.result?.kindValues[column]) }
+        }
+        // The kind's columns travel as text[] binds beside the queue's, named kind_value_<n> in
+        // `input` and `done`, and are written under their declared (quoted) names.
+        var kindArguments: SQL = "", kindAliases = "", kindTargets = ""
+        for (index, values) in kindValues.enumerated() {
+            kindArguments += ", \(values)::text[]"
+            kindAliases += ", kind_value_\(index + 1)"
+            kindTargets += ", " + SQL.quoteIdentifier(columns[index].name)
         }
         var sql: SQL = """
             WITH input AS (
                 SELECT * FROM unnest(\(ids)::bigint[], \(attempts)::int[], \(states)::text[], \(delays)::float8[],
                                      \(uncharged)::bool[], \(errors)::text[], \(outcomes)::text[], \(statuses)::int[],
-                                     \(appleErrors)::text[], \(details)::jsonb[], \(fingerprints)::text[],
-                                     \(auditActions)::text[], \(auditDetails)::jsonb[], \(effects)::jsonb[])
+                                     \(details)::jsonb[], \(auditActions)::text[], \(auditDetails)::jsonb[],
+                                     \(effects)::jsonb[]\(kindArguments))
                     AS u(item_id, attempt, state, delay_s, uncharged, last_error, outcome, http_status,
-                         apple_error, detail, fingerprint, audit_action, audit_detail, effect)
+                         detail, audit_action, audit_detail, effect\(unsafeSQL: kindAliases))
             ),
             done AS (
                 UPDATE siwa.job_items i
@@ -47,13 +56,11 @@ extension PostgresJobStore {
                 FROM input u
                 WHERE i.id = u.item_id AND i.state = 'running' AND i.lease_owner = \(owner) AND i.attempt = u.attempt
                 RETURNING i.id AS item_id, i.job_id, i.account_id, u.attempt, u.state, u.outcome, u.http_status,
-                          u.apple_error, u.detail, u.fingerprint, u.audit_action, u.audit_detail, u.effect
+                          u.detail, u.audit_action, u.audit_detail, u.effect\(unsafeSQL: kindAliases)
             ),
             written_results AS (
-                INSERT INTO siwa.results (item_id, job_id, account_id, outcome, http_status, apple_error, detail,
-                                          token_fingerprint, attempt)
-                SELECT item_id, job_id, account_id, outcome, http_status, apple_error, COALESCE(detail, '{}'),
-                       fingerprint, attempt
+                INSERT INTO siwa.results (item_id, job_id, account_id, outcome, http_status, detail, attempt\(unsafeSQL: kindTargets))
+                SELECT item_id, job_id, account_id, outcome, http_status, COALESCE(detail, '{}'), attempt\(unsafeSQL: kindAliases)
                 FROM done
                 WHERE outcome IS NOT NULL AND state IN ('succeeded', 'failed', 'discarded')
                 ON CONFLICT (item_id) DO NOTHING
@@ -65,10 +72,10 @@ extension PostgresJobStore {
                 WHERE audit_action IS NOT NULL AND state IN ('succeeded', 'failed', 'discarded')
             )
             """
-        if let effectSQL {
-            sql = sql + SQL(unsafeSQL: ", applied_effects AS (\n\(effectSQL)\n)\n")
+        for step in writes.effect?.steps ?? [] {
+            sql += ", \(identifier: step.name) AS (\n\(unsafeSQL: step.body)\n)\n"
         }
-        sql = sql + "SELECT count(*) AS n FROM done"
+        sql += "SELECT count(*) AS n FROM done"
         let statement = sql
         let rows = try await pool.withConnection { conn in try await conn.query(statement) }
         return try rows.first?.decode("n", as: Int.self) ?? 0

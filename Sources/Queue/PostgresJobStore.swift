@@ -1,7 +1,9 @@
 import Foundation
 import Postgres
 
-/// `JobStore` on PostgreSQL (schema `siwa`). Every statement uses bind parameters only.
+/// `JobStore` on PostgreSQL, on the tables of `QueueSchema` (schema `siwa`). Every value is a bind
+/// parameter; the only SQL text not written here is a kind's `KindWrites` (constant identifiers and
+/// effect statements).
 public struct PostgresJobStore: JobStore {
     public let pool: PostgresPool
 
@@ -9,10 +11,11 @@ public struct PostgresJobStore: JobStore {
         self.pool = pool
     }
 
-    public func claim(owner: String, kinds: [String], limit: Int, leaseSeconds: Double) async throws -> [ClaimedItem] {
+    public func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
         guard limit > 0 else { return [] }
         // The job filter is an InitPlan array and the update goes through the primary key by
         // array: both keep the planner on the claim index instead of hashing the whole table.
+        let leaseSeconds = lease.seconds
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
                 WITH picked AS MATERIALIZED (
@@ -48,12 +51,13 @@ public struct PostgresJobStore: JobStore {
         }
         return try rows.map { row in
             JobRecord(id: try row.decode("id"), kind: try row.decode("kind"),
-                      spec: try row.decode("spec"), state: try row.decode("state"))
+                      spec: try row.decode("spec"), state: try row.decode("state", as: JobState.self))
         }
     }
 
-    public func extendLeases(owner: String, itemIDs: [Int64], leaseSeconds: Double) async throws -> Int {
+    public func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int {
         guard !itemIDs.isEmpty else { return 0 }
+        let leaseSeconds = lease.seconds
         return try await pool.withConnection { conn in
             try await conn.execute("""
                 UPDATE siwa.job_items SET lease_expires_at = now() + make_interval(secs => \(leaseSeconds))
@@ -98,7 +102,7 @@ public struct PostgresJobStore: JobStore {
         }
         // A trigger may hold a job back (e.g. a transfer whose canary never finished): only the
         // rows that really became completed count.
-        return try rows.filter { try $0.decode("state", as: String.self) == "completed" }.map { try $0.decode("id") }
+        return try rows.filter { try $0.decode("state", as: JobState.self) == .completed }.map { try $0.decode("id") }
     }
 
     public func pausedJobs(kinds: [String]) async throws -> [Int64: String] {

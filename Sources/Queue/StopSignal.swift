@@ -26,18 +26,14 @@ final class StopSignal: Sendable {
             s.next += 1
             return s.next
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { s -> Bool in
-                    if s.fired || Task.isCancelled { return true }
-                    s.waiters[id] = c
-                    return false
-                }
-                if resumeNow { c.resume() }
+        await waitCancellably { c in
+            state.withLock { s -> Bool in
+                if s.fired || Task.isCancelled { return true }
+                s.waiters[id] = c
+                return false
             }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume()
+        } unpark: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }
         }
     }
 }

@@ -50,12 +50,13 @@ extension Worker {
             var stopLogged = false
             // The grace watcher: once a stop is requested, in-flight items get the grace period,
             // then the group is cancelled. It ends at once when the loop cancels the group.
-            let grace = configuration.shutdownGraceSeconds
-            group.addTask { [stopSignal] in
+            // A cancelled `run()` fires the abort signal, which ends the grace period at once.
+            let grace = configuration.shutdownGrace
+            group.addTask { [stopSignal, abortSignal, clock] in
                 await stopSignal.wait()
                 if Task.isCancelled { return .watcherEnded }
-                do { try await Task.sleep(for: .milliseconds(Int(grace * 1000))) } catch { return .watcherEnded }
-                return .graceExpired
+                await clock.sleep(for: grace, unless: abortSignal.wait)
+                return Task.isCancelled ? .watcherEnded : .graceExpired
             }
             loop: while true {
                 if isStopping {
@@ -65,7 +66,7 @@ extension Worker {
                     if !stopLogged {
                         stopLogged = true
                         logger.info("stopping: no more claims; waiting for in-flight items", [
-                            "items": "\(inflight)", "grace_s": "\(grace)"])
+                            "items": "\(inflight)", "grace_s": "\(grace.seconds)"])
                     }
                 } else {
                     if wakeup.consume() { wantClaim = true }
@@ -74,7 +75,7 @@ extension Worker {
                         && (deficit >= claimThreshold || (inflight == 0 && ready.isEmpty)) {
                         claimInFlight = true
                         let limit = min(deficit, configuration.claimBatch)
-                        let backoff = databaseErrors == 0 ? 0 : min(5.0, 0.2 * Double(databaseErrors))
+                        let backoff = databaseErrors == 0 ? Duration.zero : min(.seconds(5), .milliseconds(200) * databaseErrors)
                         group.addTask { [self] in .claimed(await self.claimBatch(limit: limit, kinds: kinds, backoff: backoff)) }
                     }
                     while inflight < concurrency, !ready.isEmpty {
@@ -140,15 +141,15 @@ extension Worker {
     }
 
     /// One claim round trip, run as a child task: claim, look up unknown jobs, prepare per job.
-    /// After a failure it first waits `backoff` seconds, so a database outage is not hammered.
-    func claimBatch(limit: Int, kinds: [String], backoff: Double) async -> ClaimBatch {
+    /// After a failure it first waits `backoff`, so a database outage is not hammered.
+    func claimBatch(limit: Int, kinds: [String], backoff: Duration) async -> ClaimBatch {
         var batch = ClaimBatch(requested: limit)
-        if backoff > 0 { try? await Task.sleep(for: .milliseconds(Int(backoff * 1000))) }
+        if backoff > .zero { try? await clock.sleep(for: backoff) }
         let claimed: [ClaimedItem]
-        let claimStarted = Date()
+        let claimStarted = clock.now
         do {
             claimed = try await store.claim(owner: configuration.workerID, kinds: kinds, limit: limit,
-                                            leaseSeconds: configuration.leaseSeconds)
+                                            lease: configuration.lease)
         } catch {
             batch.error = "\(error)"
             return batch

@@ -1,26 +1,24 @@
-import Foundation
-
 extension Worker {
     /// Background duties until cancelled: the jittered poll tick (a fallback for missed NOTIFY),
     /// lease renewal for in-flight items every third of the lease, and rescue of expired leases.
     func maintain() async {
-        let renewEvery = max(configuration.leaseSeconds / 3, 0.2)
-        var sinceRenew = 0.0
-        var sinceRescue = 0.0
-        let rescueEvery = max(configuration.leaseSeconds / 2, 0.5)
+        let renewEvery = max(configuration.lease / 3, .milliseconds(200))
+        var sinceRenew = Duration.zero
+        var sinceRescue = Duration.zero
+        let rescueEvery = max(configuration.lease / 2, .milliseconds(500))
         while !Task.isCancelled {
             let tick = min(jitteredPoll(), renewEvery)
-            try? await Task.sleep(for: .milliseconds(Int(tick * 1000)))
+            try? await clock.sleep(for: tick)
             if Task.isCancelled { return }
             wakeup.signal()
             sinceRenew += tick
             sinceRescue += tick
             if sinceRenew >= renewEvery {
-                sinceRenew = 0
+                sinceRenew = .zero
                 await renewLeases()
             }
             if sinceRescue >= rescueEvery * (0.75 + random() / 2) {
-                sinceRescue = 0
+                sinceRescue = .zero
                 await rescue()
             }
         }
@@ -31,7 +29,7 @@ extension Worker {
         guard !ids.isEmpty else { return }
         do {
             let n = try await store.extendLeases(owner: configuration.workerID, itemIDs: ids,
-                                                 leaseSeconds: configuration.leaseSeconds)
+                                                 lease: configuration.lease)
             logger.debug("leases renewed", ["items": "\(n)"])
         } catch {
             logger.warning("lease renewal failed", ["error": "\(error)"])

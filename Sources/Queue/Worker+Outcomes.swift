@@ -4,6 +4,18 @@ extension Worker {
     /// Turns an outcome into a completion with its next state and backoff.
     func record(_ outcome: ItemOutcome, of item: ClaimedItem, kind: String, cancelled: Bool,
                 report: inout WorkerReport) async {
+        if let (result, failure) = outcome.unencodableEffect {
+            // A kind's payload that does not encode is the kind's bug: the item fails, without its effect.
+            report.failed += 1
+            logger.error("an item's effect could not be encoded; recording it as failed without its effect", [
+                "item.id": "\(item.id)", "job.id": "\(item.jobID)", "error": failure])
+            var failed = result
+            failed.outcome = .failed
+            failed.detail = "{\"reason\":\"the item's effect could not be encoded\"}"
+            flusher.add(Completion(item: item, kind: kind, state: .failed, lastError: "effect not encodable",
+                                   result: failed, audit: AuditRecord(action: "item.effect_unencodable")))
+            return
+        }
         switch outcome {
         case let .succeeded(result, audit, effect):
             noteUpstream(success: true, error: nil, report: &report)
@@ -12,7 +24,7 @@ extension Worker {
         case let .failed(result, audit, effect):
             noteUpstream(success: true, error: nil, report: &report)
             report.failed += 1
-            flusher.add(Completion(item: item, kind: kind, state: .failed, lastError: result.appleError ?? result.outcome,
+            flusher.add(Completion(item: item, kind: kind, state: .failed, lastError: result.lastError ?? result.outcome.rawValue,
                                    result: result, audit: audit, effect: effect))
         case let .retry(error, retryAfter, result):
             if cancelled {
@@ -23,15 +35,15 @@ extension Worker {
                 logger.warning("item discarded after its last attempt", [
                     "item.id": "\(item.id)", "job.id": "\(item.jobID)", "attempt": "\(item.attempt)", "error": error])
                 var final = result
-                final.outcome = "discarded"
+                final.outcome = .discarded
                 flusher.add(Completion(item: item, kind: kind, state: .discarded, lastError: error, result: final,
                                        audit: AuditRecord(action: "item.discarded", detail: result.detail)))
             } else {
                 noteUpstream(success: false, error: error, report: &report)
                 report.retried += 1
                 logger.debug("item will be retried", ["item.id": "\(item.id)", "attempt": "\(item.attempt)", "error": error])
-                let delay = configuration.backoff.delay(afterAttempt: item.attempt, retryAfterSeconds: retryAfter, random: random)
-                flusher.add(Completion(item: item, kind: kind, state: .available, delaySeconds: delay, lastError: error))
+                let delay = configuration.backoff.delay(afterAttempt: item.attempt, retryAfter: retryAfter, random: random)
+                flusher.add(Completion(item: item, kind: kind, state: .available, delay: delay, lastError: error))
             }
         case let .pauseJob(reason):
             release(item, kind: kind, reason: "job paused", report: &report, counted: false)
@@ -45,7 +57,8 @@ extension Worker {
                 logger.error("configuration error: job paused", ["job.id": "\(item.jobID)", "reason": reason])
                 do {
                     _ = try await store.pauseJob(id: item.jobID, reason: reason)
-                    pausedJobs.withLock { $0[item.jobID] = Date() }
+                    let committed = clock.now
+                    pausedJobs.withLock { $0[item.jobID] = committed }
                 } catch {
                     logger.error("pausing the job failed", ["job.id": "\(item.jobID)", "error": "\(error)"])
                 }
@@ -67,24 +80,25 @@ extension Worker {
             }
             u.consecutiveTransient += 1
             guard u.consecutiveTransient == threshold else { return false }
-            u.coolDownUntil = Date().addingTimeInterval(configuration.upstreamCoolDownSeconds)
+            u.coolDownUntil = clock.now.addingTimeInterval(configuration.upstreamCoolDown.seconds)
             return true
         }
         guard tripped else { return }
         logger.error("upstream looks down: transient failures in a row", [
             "failures": "\(threshold)", "error": error ?? "", "drain": "\(configuration.drain)",
-            "cool_down_s": "\(configuration.upstreamCoolDownSeconds)"])
+            "cool_down_s": "\(configuration.upstreamCoolDown.seconds)"])
         if configuration.drain {
             report.upstreamFailure = "\(threshold) transient failures in a row; last: \(error ?? "?")"
-            requestStop()
+            shutdownGracefully()
         }
     }
 
     /// True while claiming is paused after the upstream looked down.
     var upstreamCoolingDown: Bool {
-        upstream.withLock { u in
+        let now = clock.now
+        return upstream.withLock { u in
             guard let until = u.coolDownUntil else { return false }
-            if until > Date() { return true }
+            if until > now { return true }
             u.coolDownUntil = nil
             u.consecutiveTransient = 0
             return false
@@ -110,7 +124,7 @@ extension Worker {
             return rescued.retried > 0 ? .claimNow : .wait
         }
         if let next = backlog.nextRunAt {
-            if next.timeIntervalSinceNow <= configuration.drainHorizonSeconds { return .wait }
+            if clock.seconds(until: next) <= configuration.drainHorizon.seconds { return .wait }
             report.leftPending += 1
             logger.warning("retries scheduled beyond the drain horizon are left for the next run", [
                 "next_run_at": "\(next)"])
@@ -123,5 +137,17 @@ extension Worker {
             }
         }
         return .exit
+    }
+}
+
+extension ItemOutcome {
+    /// The result and the encoding error of a finished outcome whose effect payload did not encode.
+    var unencodableEffect: (ResultRecord, String)? {
+        switch self {
+        case let .succeeded(result, _, effect?), let .failed(result, _, effect?):
+            effect.encodingFailure.map { (result, $0) }
+        default:
+            nil
+        }
     }
 }

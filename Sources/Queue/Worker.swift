@@ -1,19 +1,29 @@
+import Clocks
 import Foundation
+import Lifecycle
 import Synchronization
 
-/// The worker supervisor: claims due items in batches, runs at most `concurrency` of them at once
-/// in a task group, flushes completions in batches, renews leases, rescues expired ones, and stops
-/// gracefully (`requestStop`): no more claims, in-flight items get `shutdownGraceSeconds` to
-/// finish, then they are cancelled and released uncharged.
-public final class Worker: Sendable {
+/// The worker supervisor, a `Lifecycle.Service`: claims due items in batches, runs at most
+/// `concurrency` of them at once in a task group, flushes completions in batches, renews leases,
+/// rescues expired ones, and stops gracefully (`shutdownGracefully`): no more claims, in-flight
+/// items get `shutdownGrace` to finish, then they are cancelled and released uncharged.
+///
+/// `run()` returns when stopped, or with `drain` when nothing is due; what the run did is then
+/// `lastReport`. Every wait (poll, grace, backoff, lease renewal, flush interval) is on the
+/// injected clock. A worker runs once.
+public final class Worker: Service {
     public let configuration: WorkerConfiguration
     let store: any JobStore
     let handlers: [String: any JobHandler]
     let logger: Logger
+    let clock: any WallClock
+    let random: JitterSource
     let wakeup = Wakeup()
     let inFlight = InFlightSet()
     let flusher: Flusher
     let stopSignal = StopSignal()
+    /// Fired when `run()`'s task is cancelled: the grace period ends at once.
+    let abortSignal = StopSignal()
     /// Jobs this worker paused, with when the pause was committed (`distantFuture` until then).
     let pausedJobs = Mutex<[Int64: Date]>([:])
     let jobCache = Mutex<[Int64: JobRecord]>([:])
@@ -21,22 +31,24 @@ public final class Worker: Sendable {
     let rescueDiscarded = Atomic<Int>(0)
     /// Transient failures in a row with no success in between, and when claiming may resume.
     let upstream = Mutex<(consecutiveTransient: Int, coolDownUntil: Date?)>((0, nil))
-    let random: @Sendable () -> Double
+    private let report = Mutex<WorkerReport?>(nil)
 
     /// - Parameters:
-    ///   - random: uniform in 0..<1, for backoff and poll jitter (injected in tests).
+    ///   - clock: now and sleep for every timed decision and wait. Default `SystemClock()`.
+    ///   - random: jitter for backoff, poll and rescue spread. Default `.system`.
     public init(store: any JobStore, handlers: [any JobHandler], configuration: WorkerConfiguration, logger: Logger,
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+                clock: any WallClock = SystemClock(), random: JitterSource = .system) {
         self.store = store
         self.handlers = Dictionary(handlers.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
         self.random = random
         self.flusher = Flusher(
             store: store, owner: configuration.workerID,
-            effects: Dictionary(handlers.map { ($0.kind, $0.effectSQL) }, uniquingKeysWith: { first, _ in first }),
-            maxItems: configuration.flushMaxItems, intervalMilliseconds: configuration.flushIntervalMilliseconds,
-            inFlight: inFlight, logger: logger)
+            writes: Dictionary(handlers.map { ($0.kind, $0.writes) }, uniquingKeysWith: { first, _ in first }),
+            maxItems: configuration.flushMaxItems, interval: configuration.flushInterval,
+            clock: clock, inFlight: inFlight, logger: logger)
     }
 
     /// New work may be due (a NOTIFY arrived). Safe from any thread.
@@ -46,17 +58,36 @@ public final class Worker: Sendable {
 
     /// Graceful stop (SIGTERM/SIGINT): stop claiming, let in-flight items finish within the grace
     /// period, then cancel and release the rest. Safe from any thread; a second call is harmless.
-    public func requestStop() {
+    public func shutdownGracefully() {
         if !stopSignal.isFired {
             logger.info("stop requested: no more claims; in-flight items get the grace period", [
-                "grace_s": "\(configuration.shutdownGraceSeconds)"])
+                "grace_s": "\(configuration.shutdownGrace.seconds)"])
         }
         stopSignal.fire()
         wakeup.signal()
     }
 
-    /// Runs until stopped, or with `drain` until nothing is due. Never throws: failures are in the report.
-    public func run() async -> WorkerReport {
+    /// What the last `run()` did; nil until it has returned.
+    public var lastReport: WorkerReport? { report.withLock { $0 } }
+
+    /// Runs until stopped, or with `drain` until nothing is due; never throws (failures are in
+    /// `lastReport`). When the calling task is cancelled (a service group's grace period is over),
+    /// the worker's own grace ends at once: in-flight items are cancelled and released, and the
+    /// last completions are written, before it returns.
+    public func run() async {
+        // Owned here and awaited below. Not a child task, so cancelling `run()` does not cancel
+        // the lease release and the last flush: it only cuts the grace period short.
+        let work = Task { await self.work() }
+        let result = await withTaskCancellationHandler {
+            await work.value
+        } onCancel: {
+            self.shutdownGracefully()
+            self.abortSignal.fire()
+        }
+        report.withLock { $0 = result }
+    }
+
+    private func work() async -> WorkerReport {
         logger.info("worker started", [
             "worker.id": configuration.workerID, "concurrency": "\(configuration.concurrency)",
             "kinds": handlers.keys.sorted().joined(separator: ","), "drain": "\(configuration.drain)",
@@ -94,8 +125,8 @@ public final class Worker: Sendable {
         }
     }
 
-    /// Poll delay in seconds, jittered ±50 % so workers do not poll in lockstep.
-    func jitteredPoll() -> Double {
-        configuration.pollSeconds * (0.5 + random())
+    /// The poll interval, jittered ±50 % so workers do not poll in lockstep.
+    func jitteredPoll() -> Duration {
+        configuration.pollInterval * (0.5 + random())
     }
 }

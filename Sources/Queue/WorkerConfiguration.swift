@@ -6,47 +6,49 @@ public struct WorkerConfiguration: Sendable {
     public var concurrency: Int
     /// Most items claimed per round trip. Default 500.
     public var claimBatch: Int
-    /// Lease length in seconds; leases are renewed every third of it while items are in flight. Default 30 s.
-    public var leaseSeconds: Double
-    /// Fallback poll interval in seconds, jittered ±50 %, for when NOTIFY is missed. Default 1 s.
-    public var pollSeconds: Double
+    /// Lease length; leases are renewed every third of it while items are in flight. Default 30 s.
+    public var lease: Duration
+    /// Fallback poll interval, jittered ±50 %, for when NOTIFY is missed. Default 1 s.
+    public var pollInterval: Duration
     /// Completions are flushed when this many are buffered… Default 500.
     public var flushMaxItems: Int
-    /// …or this many milliseconds after the first was buffered. Default 20 ms.
-    public var flushIntervalMilliseconds: Int
-    /// After SIGTERM/SIGINT, seconds in-flight items get to finish before they are cancelled and released. Default 20 s.
-    public var shutdownGraceSeconds: Double
+    /// …or this long after the previous, smaller, batch was written. Default 20 ms.
+    public var flushInterval: Duration
+    /// After SIGTERM/SIGINT, how long in-flight items get to finish before they are cancelled and
+    /// released. Default 20 s.
+    public var shutdownGrace: Duration
     /// Exit when nothing is due (`--drain`) instead of waiting for new jobs.
     public var drain: Bool
-    /// With `drain`, retries due within this many seconds are waited for. Default 120 s.
-    public var drainHorizonSeconds: Double
+    /// With `drain`, retries due within this long are waited for. Default 120 s.
+    public var drainHorizon: Duration
     /// Retry delays.
     public var backoff: BackoffPolicy
     /// Consecutive transient failures (no success in between) after which the upstream is taken
-    /// to be down: with `drain` the run stops (exit 75) instead of burning every item's attempts;
-    /// otherwise claiming pauses for `upstreamCoolDownSeconds`. 0 picks max(100, 2 × concurrency).
+    /// to be down: with `drain` the run stops (`WorkerReport.upstreamFailure`) instead of burning
+    /// every item's attempts; otherwise claiming pauses for `upstreamCoolDown`. 0 picks
+    /// max(100, 2 × concurrency).
     public var upstreamFailureThreshold: Int
-    /// Seconds claiming pauses after the upstream is taken to be down (long-running mode). Default 60 s.
-    public var upstreamCoolDownSeconds: Double
+    /// How long claiming pauses after the upstream is taken to be down (long-running mode). Default 60 s.
+    public var upstreamCoolDown: Duration
 
-    public init(workerID: String, concurrency: Int = 64, claimBatch: Int = 500, leaseSeconds: Double = 30,
-                pollSeconds: Double = 1, flushMaxItems: Int = 500, flushIntervalMilliseconds: Int = 20,
-                shutdownGraceSeconds: Double = 20, drain: Bool = false, drainHorizonSeconds: Double = 120,
+    public init(workerID: String, concurrency: Int = 64, claimBatch: Int = 500, lease: Duration = .seconds(30),
+                pollInterval: Duration = .seconds(1), flushMaxItems: Int = 500, flushInterval: Duration = .milliseconds(20),
+                shutdownGrace: Duration = .seconds(20), drain: Bool = false, drainHorizon: Duration = .seconds(120),
                 backoff: BackoffPolicy = BackoffPolicy(), upstreamFailureThreshold: Int = 0,
-                upstreamCoolDownSeconds: Double = 60) {
+                upstreamCoolDown: Duration = .seconds(60)) {
         self.workerID = workerID
         self.concurrency = concurrency
         self.claimBatch = claimBatch
-        self.leaseSeconds = leaseSeconds
-        self.pollSeconds = pollSeconds
+        self.lease = lease
+        self.pollInterval = pollInterval
         self.flushMaxItems = flushMaxItems
-        self.flushIntervalMilliseconds = flushIntervalMilliseconds
-        self.shutdownGraceSeconds = shutdownGraceSeconds
+        self.flushInterval = flushInterval
+        self.shutdownGrace = shutdownGrace
         self.drain = drain
-        self.drainHorizonSeconds = drainHorizonSeconds
+        self.drainHorizon = drainHorizon
         self.backoff = backoff
         self.upstreamFailureThreshold = upstreamFailureThreshold
-        self.upstreamCoolDownSeconds = upstreamCoolDownSeconds
+        self.upstreamCoolDown = upstreamCoolDown
     }
 
     /// The effective threshold for taking the upstream to be down.
@@ -70,7 +72,7 @@ public struct WorkerReport: Sendable, Equatable {
     public var leftPending = 0
     /// Set when the run ended on a database failure it could not ride out.
     public var databaseFailure: String?
-    /// Set when a drain stopped because Apple (the upstream) looked down.
+    /// Set when a drain stopped because the upstream (the service the kinds call) looked down.
     public var upstreamFailure: String?
 
     public init() {}

@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTP
 
 extension AdminEndpoints {
     private struct FaultsIn: Decodable {
@@ -22,7 +23,7 @@ extension AdminEndpoints {
     /// Apple-endpoint requests; `"clear":true` drops queued scripted faults; `"rates":{...}` replaces the
     /// random fault probabilities (`server_error`, `too_many_requests`, `connection_reset`, `stall`,
     /// `html_error`, `truncated_json`, each 0...1). `retry_after`/`stall_seconds` without `next` set the defaults.
-    func faults(_ body: [UInt8]) throws -> SandboxResponse {
+    func faults(_ body: [UInt8]) throws -> HTTPServerResponse {
         let f = try AdminJSON.decode(FaultsIn.self, body)
         if f.clear == true { plan.clearScripted() }
         var rates = plan.rates
@@ -73,7 +74,7 @@ extension AdminEndpoints {
 
     /// `POST /__sandbox/latency`: `{"fixed_ms":N}`, `{"min_ms":A,"max_ms":B}` (uniform),
     /// `{"mean_ms":M,"stddev_ms":S}` (normal), or `{}` for none. Milliseconds, each in 0...600000.
-    func latency(_ body: [UInt8]) throws -> SandboxResponse {
+    func latency(_ body: [UInt8]) throws -> HTTPServerResponse {
         let l = try AdminJSON.decode(LatencyIn.self, body)
         func ms(_ v: Double, _ name: String) throws -> Double {
             guard v.isFinite, (0...600_000).contains(v) else {

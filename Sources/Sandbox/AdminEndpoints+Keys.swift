@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTP
 
 extension AdminEndpoints {
     /// Key rotation and notification signing:
@@ -11,7 +12,7 @@ extension AdminEndpoints {
     ///   "encoding"? ("string" default, or "object"),"event_time_unit"? ("ms" default, or "s"),
     ///   "event_time"? (seconds),"jti"?,"iat"?,"exp"?,"iss"?}`.
     /// Returns nil for other paths.
-    func handleKeysAndNotifications(_ req: SandboxRequest) throws -> SandboxResponse? {
+    func handleKeysAndNotifications(_ req: HTTPServerRequest) throws -> HTTPServerResponse? {
         switch (req.method, req.path) {
         case ("POST", "/__sandbox/keys/rotate"):
             let bits = max(2048, (keys.modulusBytes) * 8)
@@ -26,7 +27,7 @@ extension AdminEndpoints {
                 + "\"rotations\":\(keys.rotations)}")
         case ("POST", "/__sandbox/notifications"):
             let specs = try Self.notificationSpecs(req.body)
-            let now = Date().timeIntervalSince1970
+            let now = model.now
             let payloads = try specs.map { try keys.sign(claimsJSON: $0.claimsJSON(now: now)) }
             return .adminJSON("{\"kid\":\(JSONText.quote(keys.currentKID)),\"payloads\":\(Self.list(payloads))}")
         case (_, "/__sandbox/keys/rotate"), (_, "/__sandbox/keys/retire"), (_, "/__sandbox/notifications"):

@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTP
 
 /// Admin API for app transfers (not part of Apple's surface):
 /// - `POST /__sandbox/users` `{"users":[{"team_id","client_id","sub","private_email":bool,
@@ -12,7 +13,7 @@ extension AdminEndpoints {
     static let migrationPostPaths: Set<String> = ["/__sandbox/users", "/__sandbox/transfers", "/__sandbox/clock"]
 
     /// Handles the migration admin paths; nil for any other path.
-    func handleMigration(_ req: SandboxRequest) throws -> SandboxResponse? {
+    func handleMigration(_ req: HTTPServerRequest) throws -> HTTPServerResponse? {
         switch (req.method, req.path) {
         case ("POST", "/__sandbox/users"): return try registerUsers(req.body)
         case ("POST", "/__sandbox/transfers"): return try recordTransfer(req.body)
@@ -36,7 +37,7 @@ extension AdminEndpoints {
         var users: [User]
     }
 
-    private func registerUsers(_ body: [UInt8]) throws -> SandboxResponse {
+    private func registerUsers(_ body: [UInt8]) throws -> HTTPServerResponse {
         let input = try AdminJSON.decode(UsersIn.self, body)
         var out: [SandboxMigrationUser] = []
         out.reserveCapacity(input.users.count)
@@ -64,7 +65,7 @@ extension AdminEndpoints {
         var transferred_at: Double
     }
 
-    private func recordTransfer(_ body: [UInt8]) throws -> SandboxResponse {
+    private func recordTransfer(_ body: [UInt8]) throws -> HTTPServerResponse {
         let t = try AdminJSON.decode(TransferIn.self, body)
         for (name, value) in [("client_id", t.client_id), ("from_team_id", t.from_team_id), ("to_team_id", t.to_team_id)]
         where value.isEmpty {
@@ -82,7 +83,7 @@ extension AdminEndpoints {
         var offset_seconds: Double?
     }
 
-    private func clock(_ body: [UInt8]) throws -> SandboxResponse {
+    private func clock(_ body: [UInt8]) throws -> HTTPServerResponse {
         let c = try AdminJSON.decode(ClockIn.self, body)
         if let offset = c.offset_seconds {
             guard offset.isFinite else { throw SandboxAdminError(field: "offset_seconds", reason: "expected seconds") }
@@ -98,16 +99,16 @@ extension AdminEndpoints {
         return .adminJSON("{\"offset_seconds\":\(model.clockOffset)}")
     }
 
-    private func migrationTruth(_ req: SandboxRequest) throws -> SandboxResponse {
+    private func migrationTruth(_ req: HTTPServerRequest) throws -> HTTPServerResponse {
         var values: [String] = []
         for name in ["team_id", "client_id", "target"] {
-            guard let v = req.query(name), !v.isEmpty else { throw SandboxAdminError(field: name, reason: "query parameter required") }
+            guard let v = req.query[name], !v.isEmpty else { throw SandboxAdminError(field: name, reason: "query parameter required") }
             values.append(v)
         }
         let truth = model.migrationTruth(fromTeamID: values[0], clientID: values[1], toTeamID: values[2])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(["users": truth])
-        return SandboxResponse(status: 200, body: Array(data), contentType: "application/json", noStore: true)
+        return .adminJSON(bytes: Array(data))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTP
 
 /// The sandbox's own control API under `/__sandbox/` (JSON in and out; not part of Apple's surface).
 final class AdminEndpoints: Sendable {
@@ -12,7 +13,7 @@ final class AdminEndpoints: Sendable {
         self.keys = keys
     }
 
-    func handle(_ req: SandboxRequest) -> SandboxResponse {
+    func handle(_ req: HTTPServerRequest) -> HTTPServerResponse {
         do {
             if let migration = try handleMigration(req) { return migration }
             switch (req.method, req.path) {
@@ -49,7 +50,7 @@ final class AdminEndpoints: Sendable {
         var client_ids: [String]
     }
 
-    private func registerTeam(_ body: [UInt8]) throws -> SandboxResponse {
+    private func registerTeam(_ body: [UInt8]) throws -> HTTPServerResponse {
         let t = try AdminJSON.decode(TeamIn.self, body)
         try model.registerTeam(teamID: t.team_id, keyID: t.key_id, publicKeyPEM: t.public_key_pem, clientIDs: t.client_ids)
         return .adminJSON("{\"ok\":true}")
@@ -66,7 +67,7 @@ final class AdminEndpoints: Sendable {
         var tokens: [Token]
     }
 
-    private func registerTokens(_ body: [UInt8]) throws -> SandboxResponse {
+    private func registerTokens(_ body: [UInt8]) throws -> HTTPServerResponse {
         let input = try AdminJSON.decode(TokensIn.self, body)
         var out: [SandboxRefreshToken] = []
         out.reserveCapacity(input.tokens.count)
@@ -84,11 +85,11 @@ final class AdminEndpoints: Sendable {
         return .adminJSON("{\"registered\":\(out.count)}")
     }
 
-    private func truth(_ req: SandboxRequest) throws -> SandboxResponse {
-        guard let team = req.query("team_id"), !team.isEmpty else {
+    private func truth(_ req: HTTPServerRequest) throws -> HTTPServerResponse {
+        guard let team = req.query["team_id"], !team.isEmpty else {
             throw SandboxAdminError(field: "team_id", reason: "query parameter required")
         }
-        guard let client = req.query("client_id"), !client.isEmpty else {
+        guard let client = req.query["client_id"], !client.isEmpty else {
             throw SandboxAdminError(field: "client_id", reason: "query parameter required")
         }
         let t = model.truth(teamID: team, clientID: client)
@@ -96,10 +97,10 @@ final class AdminEndpoints: Sendable {
             + "\"tokens_revoked_more_than_once\":\(t.tokensRevokedMoreThanOnce)}")
     }
 
-    private func stats() throws -> SandboxResponse {
+    private func stats() throws -> HTTPServerResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(model.stats())
-        return SandboxResponse(status: 200, body: Array(data), contentType: "application/json", noStore: true)
+        return .adminJSON(bytes: Array(data))
     }
 }

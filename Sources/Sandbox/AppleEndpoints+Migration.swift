@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTP
 
 /// `POST /auth/usermigrationinfo` (apple-api.md §4; TN3159, TN3107 "User Migration Info Response Errors").
 ///
@@ -17,12 +18,12 @@ import Foundation
 extension AppleEndpoints {
     static let migrationParameters: Set<String> = ["client_id", "client_secret", "sub", "target", "transfer_sub"]
 
-    func userMigrationInfo(_ req: SandboxRequest, now: Double, tally: inout RequestTally) -> SandboxResponse {
+    func userMigrationInfo(_ req: HTTPServerRequest, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
         answer { () throws(Rejection) in try userMigrationInfoChecked(req, now: now, tally: &tally) }
     }
 
-    private func userMigrationInfoChecked(_ req: SandboxRequest, now: Double,
-                                          tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+    private func userMigrationInfoChecked(_ req: HTTPServerRequest, now: Double,
+                                          tally: inout RequestTally) throws(Rejection) -> HTTPServerResponse {
         let form = try self.form(req, allowed: Self.migrationParameters)
         guard let header = req.authorization, header.count > 7, header.prefix(7).lowercased() == "bearer " else {
             return .appleError("invalid_request", reason: "missing_bearer")

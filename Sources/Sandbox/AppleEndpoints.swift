@@ -1,5 +1,6 @@
-import SIWACrypto
 import Foundation
+import MicroHTTP
+import SIWACrypto
 
 /// The Apple surface: `/auth/token`, `/auth/revoke`, `/auth/keys` (apple-api.md §2, §3, §6).
 final class AppleEndpoints: Sendable {
@@ -24,21 +25,19 @@ final class AppleEndpoints: Sendable {
     }
 
     /// `GET /auth/keys`.
-    func keys() -> SandboxResponse {
-        var r = SandboxResponse.appleJSON(keySet.jwks)
-        r.noStore = false
-        return r
+    func keys() -> HTTPServerResponse {
+        .appleJSON(keySet.jwks, noStore: false)
     }
 
     /// An early error answer from a validation step.
     struct Rejection: Error {
-        var response: SandboxResponse
+        var response: HTTPServerResponse
         init(_ code: String, _ reason: String) { response = .appleError(code, reason: reason) }
     }
 
     /// Content type, strict form parsing and allowed parameters.
-    func form(_ req: SandboxRequest, allowed: Set<String>) throws(Rejection) -> FormBody {
-        guard req.isFormEncoded else { throw Rejection("invalid_request", "content_type") }
+    func form(_ req: HTTPServerRequest, allowed: Set<String>) throws(Rejection) -> FormBody {
+        guard req.mediaType == "application/x-www-form-urlencoded" else { throw Rejection("invalid_request", "content_type") }
         let form: FormBody
         do {
             form = try FormBody(req.body)
@@ -64,18 +63,18 @@ final class AppleEndpoints: Sendable {
     }
 
     /// Runs `body`, turning a `Rejection` into its response.
-    func answer(_ body: () throws(Rejection) -> SandboxResponse) -> SandboxResponse {
+    func answer(_ body: () throws(Rejection) -> HTTPServerResponse) -> HTTPServerResponse {
         do { return try body() } catch { return error.response }
     }
 
     /// `POST /auth/token`: `refresh_token`, `client_credentials` (scope `user.migration`) and
     /// `authorization_code` (the sandbox issues no codes, so every code is `invalid_grant`).
-    func token(_ req: SandboxRequest, now: Double, tally: inout RequestTally) -> SandboxResponse {
+    func token(_ req: HTTPServerRequest, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
         answer { () throws(Rejection) in try tokenChecked(req, now: now, tally: &tally) }
     }
 
-    private func tokenChecked(_ req: SandboxRequest, now: Double,
-                              tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+    private func tokenChecked(_ req: HTTPServerRequest, now: Double,
+                              tally: inout RequestTally) throws(Rejection) -> HTTPServerResponse {
         let form = try self.form(req, allowed: Self.tokenParameters)
         guard let grantType = form["grant_type"], !grantType.isEmpty else {
             return .appleError("invalid_request", reason: "missing_grant_type")
@@ -106,7 +105,7 @@ final class AppleEndpoints: Sendable {
     }
 
     private func refreshResponse(clientID: String, sub: String, now: Double,
-                                 tally: inout RequestTally) -> SandboxResponse {
+                                 tally: inout RequestTally) -> HTTPServerResponse {
         let access = TokenMint.accessToken()
         model.noteIssuedAccessToken(access)
         tally.accessMinted = true
@@ -125,12 +124,12 @@ final class AppleEndpoints: Sendable {
 
     /// `POST /auth/revoke`: always `200` with an empty body once the client authenticates, whether or
     /// not the token exists ("revoked successfully or was previously invalid", apple-api.md §3).
-    func revoke(_ req: SandboxRequest, now: Double, tally: inout RequestTally) -> SandboxResponse {
+    func revoke(_ req: HTTPServerRequest, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
         answer { () throws(Rejection) in try revokeChecked(req, now: now, tally: &tally) }
     }
 
-    private func revokeChecked(_ req: SandboxRequest, now: Double,
-                               tally: inout RequestTally) throws(Rejection) -> SandboxResponse {
+    private func revokeChecked(_ req: HTTPServerRequest, now: Double,
+                               tally: inout RequestTally) throws(Rejection) -> HTTPServerResponse {
         let form = try self.form(req, allowed: Self.revokeParameters)
         guard let token = form["token"], !token.isEmpty else { return .appleError("invalid_request", reason: "missing_token") }
         if let hint = form["token_type_hint"], hint != "refresh_token", hint != "access_token" {

@@ -76,7 +76,7 @@ extension SandboxServer {
     /// - Throws: `SandboxStartError` when the server is not running; signing errors.
     public func signNotifications(_ specs: [NotificationSpec]) throws -> [String] {
         guard let keys = signingKeys else { throw SandboxStartError(description: "sandbox is not running") }
-        let now = Date().timeIntervalSince1970
+        let now = model.now
         return try specs.map { try keys.sign(claimsJSON: $0.claimsJSON(now: now)) }
     }
 

@@ -1,7 +1,11 @@
+import Clocks
 import Synchronization
 
 /// The sandbox's state: teams (keys and client IDs), refresh tokens, bearer tokens, the
 /// verified-client-secret cache and counters. Thread-safe; every method may be called from any thread.
+///
+/// Every instant the model uses (client-secret `exp`/`iat` checks, token and bearer expiry,
+/// id_token and notification `iat`/`exp`, the 60-day migration window) is read from `clock`.
 public final class SandboxModel: Sendable {
     struct Team {
         var keys: [String: any ES256Verifying] = [:]
@@ -53,15 +57,22 @@ public final class SandboxModel: Sendable {
     let recentAccessTokens = Mutex<[String]>([])
     static let issuedAccessTokenLimit = 20_000
     let keyLoader: @Sendable (String) throws -> any ES256Verifying
+    /// The sandbox's wall clock (before `clockOffset`).
+    public let clock: any WallClock
 
     /// A model with no teams and no tokens; team public keys are parsed with SIWACrypto.
-    public convenience init() {
-        self.init(keyLoader: SandboxModel.defaultKeyLoader)
+    /// - Parameter clock: the source of every instant the model reads (default the system clock).
+    public convenience init(clock: any WallClock = SystemClock()) {
+        self.init(keyLoader: SandboxModel.defaultKeyLoader, clock: clock)
     }
 
-    init(keyLoader: @escaping @Sendable (String) throws -> any ES256Verifying) {
+    init(keyLoader: @escaping @Sendable (String) throws -> any ES256Verifying, clock: any WallClock = SystemClock()) {
         self.keyLoader = keyLoader
+        self.clock = clock
     }
+
+    /// The clock's current instant, seconds since 1970 (without `clockOffset`).
+    var now: Double { clock.now.timeIntervalSince1970 }
 
     /// Registers a team key and client IDs, or adds them to an existing team.
     ///

@@ -1,5 +1,6 @@
-import CMicroHTTPD
 import Foundation
+import Lifecycle
+import MicroHTTP
 import Synchronization
 
 /// Why the sandbox could not start.
@@ -7,30 +8,35 @@ public struct SandboxStartError: Error, CustomStringConvertible, Sendable {
     public var description: String
 }
 
-/// A local stand-in for `appleid.apple.com` on libmicrohttpd, bound to an IPv4 loopback address.
+/// A local stand-in for `appleid.apple.com`, served by `MicroHTTP.HTTPServer` on an IPv4 loopback
+/// address.
 ///
-/// Serves `POST /auth/token`, `POST /auth/revoke`, `GET /auth/keys` like Apple (apple-api.md) and the
-/// admin API under `/__sandbox/`. Latency and faults apply to `/auth/*` only; delayed requests are
-/// suspended (`MHD_suspend_connection`), so no daemon thread is blocked while they wait.
-public final class SandboxServer: Sendable {
-    private struct DaemonHandle: @unchecked Sendable { let pointer: OpaquePointer }
-    private struct Running: Sendable {
-        var daemon: DaemonHandle
-        var core: ServerCore
-        var port: UInt16
-    }
-
+/// Serves `POST /auth/token`, `POST /auth/revoke`, `GET /auth/keys` and
+/// `POST /auth/usermigrationinfo` like Apple (apple-api.md) and the admin API under `/__sandbox/`.
+/// Latency and faults apply to `/auth/*` only; delayed requests are suspended, so no server thread
+/// waits while they do.
+///
+/// A `Service`: `run()` serves (starting first unless `start()` already did) until
+/// `shutdownGracefully()` or cancellation; either stop answers delayed requests at once, as
+/// `stop()` does.
+public final class SandboxServer: Service {
     public let configuration: SandboxConfiguration
     public let model: SandboxModel
-    private let running = Mutex<Running?>(nil)
     /// A signing key to use instead of generating one at start (tests share one to save time).
     private let presetSigner: (any RS256Signing)?
+    /// The server and handler of a started sandbox.
+    private let running = Mutex<(http: HTTPServer, handler: SandboxHandler)?>(nil)
+    /// Set by `shutdownGracefully()` (sticky), so a stop asked before `run()` starts still counts.
+    private let stopAsked = Latch()
 
     /// Simultaneous connections accepted.
-    static let connectionLimit: UInt32 = 4096
-    /// Idle keep-alive connections are closed after this many seconds.
-    static let idleTimeoutSeconds: UInt32 = 120
+    static let connectionLimit = 4096
+    /// Idle keep-alive connections are closed after this long.
+    static let idleTimeout: Duration = .seconds(120)
+    /// The listen backlog.
+    static let listenBacklog = 1024
 
+    /// - Parameter model: the state served; its clock is the sandbox's clock.
     public init(configuration: SandboxConfiguration, model: SandboxModel = SandboxModel()) {
         self.configuration = configuration
         self.model = model
@@ -48,7 +54,7 @@ public final class SandboxServer: Sendable {
     /// Generates the id_token RSA key and starts listening.
     /// - Returns: the bound TCP port (useful when the configuration asked for port 0).
     /// - Throws: `SandboxStartError` if already running, the host is not IPv4 loopback, key generation
-    ///   fails, or libmicrohttpd cannot bind.
+    ///   fails, or the address cannot be bound.
     @discardableResult
     public func start() throws -> UInt16 {
         if running.withLock({ $0 != nil }) { throw SandboxStartError(description: "sandbox already running") }
@@ -64,44 +70,65 @@ public final class SandboxServer: Sendable {
         }
         let plan = FaultPlan(latency: configuration.latency, rates: configuration.faults, seed: configuration.seed)
         let apple = AppleEndpoints(model: model, signer: signer, refreshIDToken: configuration.refreshIDToken)
-        let core = ServerCore(model: model, apple: apple, plan: plan)
-        let flags = cmhd_flag_internal_epoll() | cmhd_flag_suspend_resume()
-        let threads = UInt32(max(1, configuration.threads))
-        let daemon = cmhd_start(flags, configuration.port, address,
-                                MHDBridge.accessHandler, Unmanaged.passUnretained(core).toOpaque(),
-                                MHDBridge.completedHandler, nil,
-                                Self.connectionLimit, threads, Self.idleTimeoutSeconds, 1024)
-        guard let daemon else {
+        let handler = SandboxHandler(model: model, apple: apple, plan: plan)
+        let http = HTTPServer(configuration: httpConfiguration(address: address), handler: .inline(handler.respond))
+        let port: UInt16
+        do {
+            port = try http.start()
+        } catch {
             throw SandboxStartError(description: "could not listen on \(configuration.host):\(configuration.port)")
         }
-        let port = cmhd_bound_port(daemon)
-        running.withLock { $0 = Running(daemon: DaemonHandle(pointer: daemon), core: core, port: port) }
+        running.withLock { $0 = (http, handler) }
         return port
     }
 
-    /// Stops listening and closes all connections; idempotent. Delayed requests are released first.
+    /// The HTTP server's settings: the configured address (as `IPv4.parse` read it), threads and
+    /// port, the per-path body limits, and no grace period (a stop answers delayed requests at once).
+    private func httpConfiguration(address: UInt32) -> HTTPServer.Configuration {
+        let octets = withUnsafeBytes(of: address) { Array($0) }   // network byte order
+        var c = HTTPServer.Configuration(
+            host: octets.map(String.init).joined(separator: "."), port: configuration.port,
+            threads: max(1, configuration.threads), connectionLimit: Self.connectionLimit,
+            idleTimeout: Self.idleTimeout, listenBacklog: Self.listenBacklog, gracePeriod: .zero, clock: model.clock)
+        c.bodyLimit = SandboxHandler.bodyLimit(path:)
+        return c
+    }
+
+    /// Stops listening and closes all connections; idempotent. Delayed requests are answered first.
     public func stop() {
-        guard let r = running.withLock({ state -> Running? in
+        running.withLock { state -> (http: HTTPServer, handler: SandboxHandler)? in
             defer { state = nil }
             return state
-        }) else { return }
-        r.core.resumeAllForShutdown()
-        MHD_stop_daemon(r.daemon.pointer)
-        // The core was passed to libmicrohttpd unretained; keep it alive until the daemon is gone.
-        withExtendedLifetime(r.core) {}
+        }?.http.stopNow()
+    }
+
+    /// Serves until `shutdownGracefully()` or cancellation, then stops as `stop()` does.
+    /// - Throws: `SandboxStartError` when the sandbox was not started and cannot start.
+    public func run() async throws {
+        if !stopAsked.isOpen, running.withLock({ $0 == nil }) { try start() }
+        guard let http = running.withLock({ $0?.http }) else { return }
+        if stopAsked.isOpen { http.shutdownGracefully() }
+        try await http.run()
+        stop()
+    }
+
+    /// Asks `run()` to stop. Does not block.
+    public func shutdownGracefully() {
+        stopAsked.open()
+        running.withLock { $0?.http }?.shutdownGracefully()
     }
 
     /// The bound port, or 0 when not running.
-    public var port: UInt16 { running.withLock { $0?.port ?? 0 } }
+    public var port: UInt16 { running.withLock { $0?.http.port ?? 0 } }
 
     /// `http://HOST:PORT` (no trailing slash).
     public var baseURL: String { "http://\(configuration.host):\(port)" }
 
     /// The fault/latency controls of the running server, for in-process tests.
-    var faultPlan: FaultPlan? { running.withLock { $0?.core.plan } }
+    var faultPlan: FaultPlan? { running.withLock { $0?.handler.plan } }
 
     /// The signing keys of the running server (rotation, notification signing).
-    var signingKeys: SigningKeySet? { running.withLock { $0?.core.apple.keySet } }
+    var signingKeys: SigningKeySet? { running.withLock { $0?.handler.apple.keySet } }
 
     /// Raises the soft `RLIMIT_NOFILE` toward `target` (bounded by the hard limit); best effort.
     static func raiseFileLimit(to target: rlim_t) {

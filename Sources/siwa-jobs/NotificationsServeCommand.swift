@@ -1,5 +1,5 @@
 import Commands
-import HTTPServer
+import MicroHTTP
 import Lifecycle
 import Postgres
 import SIWAJobs
@@ -44,8 +44,8 @@ enum NotificationsServeCommand: Command {
         let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool), logger: logger)
         let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool, timeoutSeconds: timeout), logger: logger,
                                             path: arguments[path], onStored: planner.signal)
-        let server = HTTPServer(host: arguments[host], port: UInt16(bindPort), bodyLimit: NotificationReceiver.bodyLimit,
-                                threads: arguments[threads], handler: receiver.handle)
+        let server = receiver.server(host: arguments[host], port: UInt16(bindPort), threads: arguments[threads],
+                                     clock: context.clock)
         let bound: UInt16
         do {
             try await SchemaPreflight.check(pool: planningPool, clock: context.clock)
@@ -59,7 +59,7 @@ enum NotificationsServeCommand: Command {
 
         let receiving = StopSequenceService(start: { Task { await planner.run() } }) { planning in
             // Owned by the stop sequence: the planning task is finished and awaited (bounded) here.
-            await server.stop(graceSeconds: 10)
+            await server.stop()
             logger.info("notification receiver stopped listening")
             planner.finish()
             // The planner's last round plans what was stored before the stop; a stuck database must
@@ -73,7 +73,7 @@ enum NotificationsServeCommand: Command {
             }
         }
         _ = try await ServiceGroup(services: [receiving], configuration: .init(
-            gracePeriod: .seconds(10 + timeout + 15), clock: context.clock,
+            gracePeriod: NotificationReceiver.gracePeriod + .seconds(timeout + 15), clock: context.clock,
             onSignal: { signo in logger.info("signal received: stopping gracefully", ["signal": "\(signo)"]) })).run()
         await close()
         logger.info("notification receiver stopped")

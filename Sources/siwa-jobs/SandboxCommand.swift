@@ -53,8 +53,7 @@ enum SandboxCommand: Command {
         let server = SandboxServer(configuration: try configuration(arguments))
         do { try server.start() } catch { throw ServiceUnavailable(what: "sandbox", error: error) }
         say("sandbox listening on \(server.baseURL)")
-        _ = try await ServiceGroup(services: [StopSequenceService(start: {}, stop: { _ in server.stop() })],
-                                   configuration: .init(clock: context.clock)).run()
+        _ = try await ServiceGroup(services: [server], configuration: .init(clock: context.clock)).run()
         return .success
     }
 

@@ -5,45 +5,18 @@ import Postgres
 import Queue
 import Synchronization
 
-// Adapters that put today's long-running APIs on `Lifecycle.Service`, so `work`, `notifications
-// serve` and `sandbox` all run on one `ServiceGroup` (one signal source, graceful stop with a
-// deadline). They shrink as the worker and the servers conform to `Service` themselves.
+// Small services the long-running commands compose on one `ServiceGroup` (one signal source,
+// graceful stop with a deadline) beside the worker and the servers, which are services themselves.
 
-/// Fires once; `wait()` returns when it has fired or the waiting task is cancelled.
-final class StopLatch: Sendable {
-    private let stream: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream.makeStream(of: Void.self)
-    }
-
-    func fire() { continuation.finish() }
-
-    func wait() async {
-        for await _ in stream {}
-    }
-}
-
-/// The worker: `run()` runs it to its report; a graceful stop is `requestStop()` (stop claiming,
-/// in-flight items get the grace period, then are released).
-final class WorkerService: Service {
+/// The worker on the group. After its run returned by itself (a drain that is done) the group's
+/// stop needs no request, and logs none.
+struct WorkerService: Service {
     let worker: Worker
-    private let state = Mutex<(finished: Bool, report: WorkerReport?)>((false, nil))
 
-    init(_ worker: Worker) { self.worker = worker }
-
-    /// The report, once `run()` has returned.
-    var report: WorkerReport? { state.withLock { $0.report } }
-
-    func run() async {
-        let report = await worker.run()
-        state.withLock { $0 = (true, report) }
-    }
+    func run() async { await worker.run() }
 
     func shutdownGracefully() {
-        // After a drain returned by itself there is nothing to stop (and nothing to log).
-        if !state.withLock({ $0.finished }) { worker.requestStop() }
+        if worker.lastReport == nil { worker.shutdownGracefully() }
     }
 }
 
@@ -52,7 +25,7 @@ final class WorkerService: Service {
 final class LoopService: Service {
     private let body: @Sendable () async -> Void
     private let onStop: @Sendable () -> Void
-    private let latch = StopLatch()
+    private let latch = Latch()
     /// The running body, and whether a stop came (possibly before `run()` started it).
     private let state = Mutex<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
 
@@ -85,7 +58,7 @@ final class LoopService: Service {
             state.stopped = true
             state.task?.cancel()
         }
-        latch.fire()
+        latch.open()
     }
 }
 
@@ -93,7 +66,7 @@ final class LoopService: Service {
 /// what `start` returned, to its end in a fresh task: the stop must survive the group's
 /// cancellation (a server answering its last requests, a planner's last round).
 final class StopSequenceService<State: Sendable>: Service {
-    private let latch = StopLatch()
+    private let latch = Latch()
     private let start: @Sendable () -> State
     private let stop: @Sendable (State) async -> Void
 
@@ -109,7 +82,7 @@ final class StopSequenceService<State: Sendable>: Service {
         await Task { await stop(state) }.value
     }
 
-    func shutdownGracefully() { latch.fire() }
+    func shutdownGracefully() { latch.open() }
 }
 
 /// `work --progress`: a live line on stdout (stderr carries the logs): items done of running

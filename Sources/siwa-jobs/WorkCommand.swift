@@ -17,15 +17,15 @@ enum WorkCommand: Command {
                                           help: "most items claimed per round trip")
     static let flushMax = Declare.value("flush-max", "N", .integer(in: 1...5000), default: defaults.flushMaxItems,
                                         help: "completions are written in batches of at most this many")
-    static let leaseSeconds = Declare.value("lease-seconds", "S", .seconds(in: 1...3600), default: .seconds(defaults.leaseSeconds),
+    static let leaseSeconds = Declare.value("lease-seconds", "S", .seconds(in: 1...3600), default: defaults.lease,
                                             help: "lease length; renewed every third of it while items are in flight")
     static let graceSeconds = Declare.value("grace-seconds", "S", .seconds(in: 0...3600),
-                                            default: .seconds(defaults.shutdownGraceSeconds),
+                                            default: defaults.shutdownGrace,
                                             help: "after SIGTERM/SIGINT, time in-flight items get before they are released")
-    static let pollSeconds = Declare.value("poll-seconds", "S", .seconds(in: 0.05...60), default: .seconds(defaults.pollSeconds),
+    static let pollSeconds = Declare.value("poll-seconds", "S", .seconds(in: 0.05...60), default: defaults.pollInterval,
                                            help: "fallback poll interval (jittered ±50 %) when no NOTIFY arrives")
     static let drainHorizon = Declare.value("drain-horizon-seconds", "S", .seconds(in: 0...86400),
-                                            default: .seconds(defaults.drainHorizonSeconds),
+                                            default: defaults.drainHorizon,
                                             help: "with --drain, retries due within this time are waited for")
     static let kinds = Declare.option("kinds", "LIST", .string, help: "comma-separated job kinds to run (default: all)")
     static let workerID = Declare.option("worker-id", "ID", .string, help: "prefix of this process's lease owner id",
@@ -55,12 +55,12 @@ enum WorkCommand: Command {
             await wiring.close()
             throw error
         }
-        let worker = WorkerService(Worker(store: PostgresJobStore(pool: wiring.pool), handlers: handlers,
-                                          configuration: configuration, logger: logger))
+        let worker = Worker(store: PostgresJobStore(pool: wiring.pool), handlers: handlers, configuration: configuration,
+                            logger: logger, clock: context.clock)
         let listener = PostgresListener(configuration: context.configuration.postgres, channels: [Enqueuer.channel])
         var services: [any Service] = [
-            worker,
-            LoopService(onStop: { listener.stop() }) { for await _ in listener.notifications() { worker.worker.wake() } },
+            WorkerService(worker: worker),
+            LoopService(onStop: { listener.stop() }) { for await _ in listener.notifications() { worker.wake() } },
         ]
         if arguments[progress] {
             let reader = ProgressReader(pool: wiring.pool)
@@ -78,7 +78,7 @@ enum WorkCommand: Command {
         let elapsed = context.clock.now.timeIntervalSince(started)
         listener.stop()
         await wiring.close()
-        guard let report = worker.report else { throw CommandFailure("worker: stopped without a report") }
+        guard let report = worker.lastReport else { throw CommandFailure("worker: stopped without a report") }
         printSummary(report, elapsed: elapsed, stats: arguments[stats])
         return .of(report)
     }
@@ -106,10 +106,10 @@ enum WorkCommand: Command {
         c.concurrency = arguments[concurrency]
         c.claimBatch = arguments[claimBatch]
         c.flushMaxItems = arguments[flushMax]
-        c.leaseSeconds = arguments[leaseSeconds].seconds
-        c.shutdownGraceSeconds = arguments[graceSeconds].seconds
-        c.pollSeconds = arguments[pollSeconds].seconds
-        c.drainHorizonSeconds = arguments[drainHorizon].seconds
+        c.lease = arguments[leaseSeconds]
+        c.shutdownGrace = arguments[graceSeconds]
+        c.pollInterval = arguments[pollSeconds]
+        c.drainHorizon = arguments[drainHorizon]
         c.drain = arguments[drain]
         return c
     }

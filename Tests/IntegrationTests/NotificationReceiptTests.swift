@@ -1,8 +1,10 @@
 import Foundation
 import Postgres
+import Queue
 import Sandbox
 import SIWACrypto
 import Testing
+import TestSupport
 @testable import SIWAJobs
 
 /// What the real receiver accepts, and de-duplication a forged payload cannot abuse: real HTTP,
@@ -55,6 +57,31 @@ import Testing
             "SELECT count(*)::int FROM siwa.audit_log WHERE action = 'notification.duplicate'")
         #expect(duplicates == 2, "each duplicate is audited")
         try await expectDeletedOnce(world)
+        await world.tearDown()
+    }
+
+    /// The receiver's own server, in process: a `Service` that stores while it runs and returns
+    /// after a graceful stop.
+    @Test func theReceiversServerIsAServiceThatStoresAndStopsGracefully() async throws {
+        let world = try await SIWAWorld.create()
+        let receiver = NotificationReceiver(inbox: NotificationInbox(pool: world.database.pool),
+                                            logger: Logger(label: "receiver", minimum: .error), path: "/apple")
+        let server = receiver.server(host: "127.0.0.1", port: 0, threads: 1)
+        let port = try server.start()
+        let running = Task { try await server.run() }
+        let payload = try world.sandbox.signNotifications([
+            NotificationSpec(type: "consent-revoked", sub: "s1", clientID: SIWAWorld.clientID),
+        ])[0]
+        let body = Array(try JSONSerialization.data(withJSONObject: ["payload": payload]))
+        let stored = try await RawHTTP.send(port: port, method: "POST", path: "/apple",
+                                            headers: [("Content-Type", "application/json")], body: body)
+        #expect("\(stored.status) \(stored.text)" == Self.stored)
+        #expect(try await RawHTTP.send(port: port, method: "GET", path: "/readyz").status == 200)
+        server.shutdownGracefully()
+        try await running.value
+        #expect(server.port == 0)
+        let rows: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.notifications")
+        #expect(rows == 1)
         await world.tearDown()
     }
 

@@ -9,17 +9,17 @@ import Testing
         let db = try await TestDatabase.create()
         let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 10, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
-        let claimed = try await store.claim(owner: "dead-worker", kinds: ["noop"], limit: 100, leaseSeconds: 3)
+        let claimed = try await store.claim(owner: "dead-worker", kinds: ["noop"], limit: 100, lease: .seconds(3))
         #expect(claimed.count == 10)
         #expect(try await store.rescueExpired(limit: 100) == RescueReport(retried: 0, discarded: 0))
         try await Task.sleep(for: .milliseconds(3500))   // let the 3 s lease lapse (not a timing assertion)
         #expect(try await store.rescueExpired(limit: 100) == RescueReport(retried: 10, discarded: 0))
-        let late = claimed.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: "ok")) }
-        #expect(try await store.complete(late, owner: "dead-worker", effectSQL: nil) == 0)
-        let again = try await store.claim(owner: "live-worker", kinds: ["noop"], limit: 100, leaseSeconds: 30)
+        let late = claimed.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok)) }
+        #expect(try await store.complete(late, owner: "dead-worker", writes: .none) == 0)
+        let again = try await store.claim(owner: "live-worker", kinds: ["noop"], limit: 100, lease: .seconds(30))
         #expect(again.count == 10 && again.allSatisfy { $0.attempt == 2 })
-        let done = again.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: "ok")) }
-        #expect(try await store.complete(done, owner: "live-worker", effectSQL: nil) == 10)
+        let done = again.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok)) }
+        #expect(try await store.complete(done, owner: "live-worker", writes: .none) == 10)
         let results: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
         #expect(results == 10)
         await db.drop()
@@ -30,7 +30,7 @@ import Testing
         _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 2, createdBy: "test")
         try await db.pool.withConnection { conn in try await conn.execute("UPDATE siwa.job_items SET max_attempts = 1") }
         let store = PostgresJobStore(pool: db.pool)
-        _ = try await store.claim(owner: "dead", kinds: ["noop"], limit: 10, leaseSeconds: 1)
+        _ = try await store.claim(owner: "dead", kinds: ["noop"], limit: 10, lease: .seconds(1))
         try await Task.sleep(for: .milliseconds(1500))
         #expect(try await store.rescueExpired(limit: 10) == RescueReport(retried: 0, discarded: 2))
         let discarded: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE outcome = 'discarded'")
@@ -42,14 +42,14 @@ import Testing
         let db = try await TestDatabase.create()
         _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
-        let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 10, leaseSeconds: 30)
+        let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 10, lease: .seconds(30))
         let before: Date = try await db.scalar("SELECT now()")
-        let retry = Completion(item: claimed[0], kind: "noop", state: .available, delaySeconds: 42, lastError: "429")
-        #expect(try await store.complete([retry], owner: "w", effectSQL: nil) == 1)
+        let retry = Completion(item: claimed[0], kind: "noop", state: .available, delay: .seconds(42), lastError: "429")
+        #expect(try await store.complete([retry], owner: "w", writes: .none) == 1)
         let runAt: Date = try await db.scalar("SELECT run_at FROM siwa.job_items")
         // Scheduled 42 s after the completion, which happened after `before`.
         #expect(runAt.timeIntervalSince(before) >= 42)
-        #expect(try await store.claim(owner: "w", kinds: ["noop"], limit: 10, leaseSeconds: 30).isEmpty)
+        #expect(try await store.claim(owner: "w", kinds: ["noop"], limit: 10, lease: .seconds(30)).isEmpty)
         let backlog = try await store.backlog(kinds: ["noop"])
         #expect(backlog.dueNow == 0 && backlog.running == 0 && backlog.nextRunAt != nil)
         await db.drop()
@@ -59,9 +59,9 @@ import Testing
         let db = try await TestDatabase.create()
         let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
-        let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 1, leaseSeconds: 30)
-        _ = try await store.complete([Completion(item: claimed[0], kind: "noop", state: .succeeded, result: ResultRecord(outcome: "ok"))],
-                                     owner: "w", effectSQL: nil)
+        let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 1, lease: .seconds(30))
+        _ = try await store.complete([Completion(item: claimed[0], kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok))],
+                                     owner: "w", writes: .none)
         await #expect(throws: DatabaseError.self) {
             try await db.pool.withConnection { conn in
                 try await conn.execute("""

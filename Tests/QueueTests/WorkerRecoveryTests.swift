@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Synchronization
 import Testing
+import TestSupport
 @testable import Queue
 
 /// A store that refuses, like a unique-key violation would, every completion batch holding one item.
@@ -12,18 +13,18 @@ final class RefusingStore: JobStore {
         self.inner = inner
         self.refused = refused
     }
-    func claim(owner: String, kinds: [String], limit: Int, leaseSeconds: Double) async throws -> [ClaimedItem] {
-        try await inner.claim(owner: owner, kinds: kinds, limit: limit, leaseSeconds: leaseSeconds)
+    func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
+        try await inner.claim(owner: owner, kinds: kinds, limit: limit, lease: lease)
     }
     func jobs(ids: [Int64]) async throws -> [JobRecord] { try await inner.jobs(ids: ids) }
-    func complete(_ completions: [Completion], owner: String, effectSQL: String?) async throws -> Int {
+    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int {
         if completions.contains(where: { $0.item.id == refused && $0.state == .succeeded }) {
             throw DatabaseError(kind: .query, sqlState: "23505", message: "duplicate key value violates unique constraint")
         }
-        return try await inner.complete(completions, owner: owner, effectSQL: effectSQL)
+        return try await inner.complete(completions, owner: owner, writes: writes)
     }
-    func extendLeases(owner: String, itemIDs: [Int64], leaseSeconds: Double) async throws -> Int {
-        try await inner.extendLeases(owner: owner, itemIDs: itemIDs, leaseSeconds: leaseSeconds)
+    func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int {
+        try await inner.extendLeases(owner: owner, itemIDs: itemIDs, lease: lease)
     }
     func rescueExpired(limit: Int) async throws -> RescueReport { try await inner.rescueExpired(limit: limit) }
     func pauseJob(id: Int64, reason: String) async throws -> Bool { try await inner.pauseJob(id: id, reason: reason) }
@@ -37,13 +38,13 @@ final class RefusingStore: JobStore {
         let memory = MemoryJobStore()
         memory.addJob(kind: "k", count: 40)
         let store = RefusingStore(inner: memory, refused: 7)
-        let handler = ScriptedHandler(kind: "k") { _ in .succeeded(ResultRecord(outcome: "ok"), audit: nil, effect: nil) }
-        let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).run()
+        let handler = ScriptedHandler(kind: "k") { _ in .succeeded(ResultRecord(outcome: TestOutcome.ok), audit: nil, effect: nil) }
+        let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).runToEnd()
         #expect(report.databaseFailure == nil)
         let items = memory.items
         #expect(items.filter { $0.state == .succeeded }.count == 39)
         #expect(items.first { $0.claimed.id == 7 }?.state == .failed)
-        #expect(memory.results[7]?.outcome == "failed")
+        #expect(memory.results[7]?.outcome == .failed)
         #expect(memory.results.count == 40)
     }
 
@@ -53,18 +54,18 @@ final class RefusingStore: JobStore {
         let fixed = Atomic<Bool>(false)
         let handler = ScriptedHandler(kind: "k") { _ in
             fixed.load(ordering: .relaxed)
-                ? .succeeded(ResultRecord(outcome: "ok"), audit: nil, effect: nil)
+                ? .succeeded(ResultRecord(outcome: TestOutcome.ok), audit: nil, effect: nil)
                 : .pauseJob(reason: "invalid_client")
         }
         let worker = Worker(store: store, handlers: [handler], configuration: configuration(concurrency: 4, drain: false),
                             logger: quietLogger())
-        async let report = worker.run()
-        while store.job(jobID)?.state != "paused" { try await Task.sleep(for: .milliseconds(5)) }
+        async let report = worker.runToEnd()
+        while store.job(jobID)?.state != .paused { try await Task.sleep(for: .milliseconds(5)) }
         fixed.store(true, ordering: .relaxed)
         store.resumeJob(jobID)
         worker.wake()
         while store.items.contains(where: { $0.state != .succeeded }) { try await Task.sleep(for: .milliseconds(5)) }
-        worker.requestStop()
+        worker.shutdownGracefully()
         let result = await report
         #expect(result.succeeded == 30)
         #expect(store.results.count == 30)
@@ -72,13 +73,14 @@ final class RefusingStore: JobStore {
 
     @Test func itemsDiscardedByRescueMakeTheDrainExitOne() async throws {
         let clock = ManualClock()
-        let store = MemoryJobStore(clock: { clock.date })
+        let store = MemoryJobStore(clock: clock)
         store.addJob(kind: "k", count: 2, maxAttempts: 1)
-        _ = try await store.claim(owner: "dead", kinds: ["k"], limit: 10, leaseSeconds: 30)
-        clock.advance(31)
-        let handler = ScriptedHandler(kind: "k") { _ in .succeeded(ResultRecord(outcome: "ok"), audit: nil, effect: nil) }
-        let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).run()
+        _ = try await store.claim(owner: "dead", kinds: ["k"], limit: 10, lease: .seconds(30))
+        clock.advance(by: .seconds(31))
+        let handler = ScriptedHandler(kind: "k") { _ in .succeeded(ResultRecord(outcome: TestOutcome.ok), audit: nil, effect: nil) }
+        let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).runToEnd()
         #expect(report.discarded == 2)
-        #expect(report.noPauseOrOutage && report.failed + report.discarded > 0)
+        // What makes the CLI exit 1: discarded items, and nothing paused or unavailable.
+        #expect(report.pausedJobs.isEmpty && report.databaseFailure == nil && report.upstreamFailure == nil)
     }
 }

@@ -41,7 +41,7 @@ import Testing
         let f = try SandboxFixture()
         f.registerToken("rt-1")
         f.registerToken("rt-2", clientID: "com.example.unregistered")
-        let now = Date().timeIntervalSince1970
+        let now = f.now
         var clientID = SandboxFixture.clientID
         let secret: String
         switch bad {

@@ -1,6 +1,7 @@
 import Foundation
 import SIWACrypto
 import Testing
+import TestSupport
 @testable import Sandbox
 
 /// `/auth/usermigrationinfo` over real HTTP: two teams with their own keys, an app transfer, and
@@ -29,7 +30,7 @@ import Testing
                                  revoked: true),
         ])
         f.model.recordAppTransfer(clientID: SandboxFixture.clientID, fromTeamID: SandboxFixture.teamID, toTeamID: Self.teamB,
-                                  at: Date().timeIntervalSince1970 - 86_400)
+                                  at: f.now - 86_400)
     }
 
     func secret(team: String, client: String = SandboxFixture.clientID) throws -> String {
@@ -147,6 +148,18 @@ import Testing
         #expect(error(exported) == "invalid_grant" && exported.header("X-Sandbox-Reason") == "migration_window_closed")
         let imported = try migrate([("transfer_sub", transferSub)], team: Self.teamB, bearer: bearer(team: Self.teamB))
         #expect(error(imported) == "invalid_grant" && imported.header("X-Sandbox-Reason") == "migration_window_closed")
+    }
+
+    /// The same window, moved by the sandbox clock itself rather than the admin offset.
+    @Test func theWindowClosesWhenTheSandboxClockPassesSixtyDays() throws {
+        let transferSub = try #require(f.json(export("001.aaa.0001", bearer: bearer()))?["transfer_sub"] as? String)
+        f.clock.advance(by: .seconds(59 * 86_400 - 1))   // one second before the window closes
+        #expect(try export("001.aaa.0001", bearer: bearer()).status == 200)
+        f.clock.advance(by: .seconds(2))
+        let exported = try export("001.aaa.0001", bearer: bearer())
+        #expect(error(exported) == "invalid_grant" && exported.header("X-Sandbox-Reason") == "migration_window_closed")
+        let imported = try migrate([("transfer_sub", transferSub)], team: Self.teamB, bearer: bearer(team: Self.teamB))
+        #expect(error(imported) == "invalid_grant")
     }
 
     @Test func importBeforeTheAppIsTransferredIsRefused() throws {

@@ -1,9 +1,11 @@
 import Foundation
 import SIWACrypto
+import TestSupport
 @testable import Sandbox
 
 /// A running sandbox on a random loopback port with one registered team, plus helpers to mint
-/// client secrets and call it over real HTTP.
+/// client secrets and call it over real HTTP. Its clock is a `ManualClock` that starts at the real
+/// time and moves only when a test advances it.
 final class SandboxFixture {
     static let teamID = "TEAMA12345"
     static let keyID = "KEYA123456"
@@ -13,10 +15,12 @@ final class SandboxFixture {
     let server: SandboxServer
     let port: UInt16
     let key: P256PrivateKey
+    let clock = ManualClock(start: Date())
 
     init(_ configuration: SandboxConfiguration = SandboxConfiguration()) throws {
         key = try P256PrivateKey.generate()
-        server = SandboxServer(configuration: configuration, model: SandboxModel(), signer: try Self.sharedSigner.get())
+        server = SandboxServer(configuration: configuration, model: SandboxModel(clock: clock),
+                               signer: try Self.sharedSigner.get())
         port = try server.start()
         try server.model.registerTeam(teamID: Self.teamID, keyID: Self.keyID, publicKeyPEM: key.publicKey.spkiPEM,
                                       clientIDs: [Self.clientID, Self.otherClientID])
@@ -29,12 +33,15 @@ final class SandboxFixture {
 
     var model: SandboxModel { server.model }
 
+    /// The sandbox clock's instant, seconds since 1970.
+    var now: Double { clock.now.timeIntervalSince1970 }
+
     /// A client secret; every part can be overridden to build a bad one.
     func secret(iss: String = teamID, kid: String? = keyID, alg: String = "ES256",
                 aud: String = "https://appleid.apple.com", sub: String = clientID,
                 iat: Double? = nil, exp: Double? = nil, der: Bool = false,
                 signingKey: P256PrivateKey? = nil) throws -> String {
-        let now = Date().timeIntervalSince1970
+        let now = self.now
         var header: [String: any Sendable] = ["alg": alg]
         if let kid { header["kid"] = kid }
         let payload: [String: any Sendable] = ["iss": iss, "aud": aud, "sub": sub,

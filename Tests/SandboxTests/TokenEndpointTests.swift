@@ -103,11 +103,11 @@ import Testing
         #expect(body["expires_in"] as? Int == 3600)
         #expect(body["id_token"] == nil)
         let token = try #require(body["access_token"] as? String)
-        let record = try #require(f.model.bearer(token, now: Date().timeIntervalSince1970))
+        let record = try #require(f.model.bearer(token, now: f.now))
         #expect(record.teamID == SandboxFixture.teamID)
         #expect(record.clientID == SandboxFixture.clientID)
         #expect(record.scope == "user.migration")
-        #expect(f.model.bearer(token, now: Date().timeIntervalSince1970 + 3601) == nil)
+        #expect(f.model.bearer(token, now: f.now + 3601) == nil)
         #expect(f.model.stats().bearerTokensMinted == 1)
     }
 

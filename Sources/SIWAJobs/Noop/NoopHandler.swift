@@ -5,13 +5,17 @@ import Queue
 public struct NoopHandler: JobHandler {
     public static let kind = "noop"
     public var kind: String { Self.kind }
-    public var effectSQL: String? { nil }
+
+    /// Result outcomes (`siwa.results.outcome`).
+    enum Outcome: String, OutcomeCode {
+        case ok
+    }
 
     public init() {}
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         items.map { _ in
-            { .succeeded(ResultRecord(outcome: "ok"), audit: AuditRecord(action: "noop.done"), effect: nil) }
+            { .succeeded(ResultRecord(outcome: Outcome.ok), audit: AuditRecord(action: "noop.done"), effect: nil) }
         }
     }
 }

@@ -6,7 +6,7 @@ extension Enqueuer {
     /// Throws `EnqueueError` when such a job is already running or paused for that client.
     public func enqueueRevocationSweep(teamID: String, clientID: String, createdBy: String,
                                        maxAttempts: Int = 5) async throws -> EnqueuedJob {
-        let spec = jsonObject(["team_id": teamID, "client_id": clientID])
+        let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
         let uniqueKey = "revocation-sweep:\(teamID):\(clientID)"
         return try await plan(kind: RevocationSweepHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
             """
@@ -39,7 +39,7 @@ extension Enqueuer {
             return try rows.first?.decode("due") ?? false
         }
         guard due else { return nil }
-        return try await plan(kind: NotificationProcessingHandler.kind, spec: "{}", uniqueKey: nil, createdBy: createdBy) { jobID in
+        return try await plan(kind: NotificationProcessingHandler.kind, spec: EmptyJobSpec(), uniqueKey: nil, createdBy: createdBy) { jobID in
             """
             WITH picked AS (
                 SELECT n.id FROM siwa.notifications n

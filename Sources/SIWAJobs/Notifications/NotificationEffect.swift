@@ -2,13 +2,21 @@ import AppleID
 import Queue
 import Foundation
 
+/// The outcomes of notification processing: `siwa.results.outcome` and `siwa.notifications.outcome`
+/// (see `NotificationProcessingHandler`). `stale` is set by the row's trigger, never here.
+enum NotificationOutcome: String, OutcomeCode, Encodable {
+    case applied, stale, duplicate, ignored, unverifiable, failed, discarded
+    case unknownSub = "unknown_sub", alreadyProcessed = "already_processed"
+}
+
 /// What processing decided about one notification: the columns written to its
 /// `siwa.notifications` row by the processing kind's effect statement (the row's trigger then
-/// applies the account changes). Encoded as the item's effect JSON.
+/// applies the account changes). The item's effect payload.
 struct NotificationEffect: Encodable, Sendable {
+    enum Verification: String, Encodable { case verified, rejected }
+
     let notificationID: Int64
-    /// `verified` or `rejected`.
-    var verification: String
+    var verification: Verification
     var rejectionReason: String?
     var eventType: String?
     var sub: String?
@@ -17,8 +25,8 @@ struct NotificationEffect: Encodable, Sendable {
     var email: String?
     var isPrivateEmail: Bool?
     var aud: String?
-    /// `applied`, `unknown_sub`, `ignored` or `unverifiable`.
-    var outcome: String
+    /// `applied`, `unknown_sub`, `ignored`, `duplicate` or `unverifiable`.
+    var outcome: NotificationOutcome
     var accountIDs: [Int64]?
     var error: String?
 
@@ -37,12 +45,12 @@ struct NotificationEffect: Encodable, Sendable {
     }
 
     static func rejected(_ id: Int64, reason: String) -> NotificationEffect {
-        NotificationEffect(notificationID: id, verification: "rejected", rejectionReason: reason, outcome: "unverifiable")
+        NotificationEffect(notificationID: id, verification: .rejected, rejectionReason: reason, outcome: .unverifiable)
     }
 
     /// From verified claims; `outcome` and `accountIDs` are filled in once accounts are looked up.
     static func verified(_ id: Int64, claims: VerifiedClaims) -> NotificationEffect {
-        var effect = NotificationEffect(notificationID: id, verification: "verified", outcome: "ignored")
+        var effect = NotificationEffect(notificationID: id, verification: .verified, outcome: .ignored)
         effect.aud = claims.aud.joined(separator: ",")
         if let event = claims.events {
             effect.eventType = event.type
@@ -57,13 +65,6 @@ struct NotificationEffect: Encodable, Sendable {
             effect.error = "verified token has no events claim (not a notification)"
         }
         return effect
-    }
-
-    var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(self) else { return #"{"notification_id":\#(notificationID)}"# }
-        return String(decoding: data, as: UTF8.self)
     }
 
     /// The `siwa.results` row: outcome plus safe detail (no payload, no token).

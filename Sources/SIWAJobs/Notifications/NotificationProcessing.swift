@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -38,8 +39,8 @@ public struct NotificationProcessingHandler: JobHandler {
         self.teamID = teamID
     }
 
-    public var effectSQL: String? {
-        """
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
         UPDATE siwa.notifications n
         SET verification = d.effect->>'verification',
             rejection_reason = d.effect->>'rejection_reason',
@@ -57,8 +58,9 @@ public struct NotificationProcessingHandler: JobHandler {
         FROM done d
         WHERE d.effect ? 'notification_id' AND n.id = (d.effect->>'notification_id')::bigint
           AND n.processed_at IS NULL
-        """
-    }
+        """)])
+
+    public var writes: KindWrites { KindWrites(effect: Self.effect) }
 
     struct StoredNotification: Sendable {
         let id: Int64
@@ -77,7 +79,7 @@ public struct NotificationProcessingHandler: JobHandler {
         for id in Set(ids).sorted() where id > 0 {
             guard let row = stored[id] else { continue }
             if row.processed {
-                decided[id] = .succeeded(ResultRecord(outcome: "already_processed", detail: jsonObject(["notification_id": "\(id)"])),
+                decided[id] = .succeeded(ResultRecord(outcome: NotificationOutcome.alreadyProcessed, detail: jsonObject(["notification_id": "\(id)"])),
                                          audit: nil, effect: nil)
                 continue
             }
@@ -86,7 +88,7 @@ public struct NotificationProcessingHandler: JobHandler {
                 let claims = try await verifier.verify(row.payload, at: row.receivedAt)
                 var effect = NotificationEffect.verified(id, claims: claims)
                 if row.jtiProcessed {
-                    effect.outcome = "duplicate"
+                    effect.outcome = .duplicate
                     effect.error = "jti already processed as another notification"
                 }
                 pending.append(effect)
@@ -98,18 +100,18 @@ public struct NotificationProcessingHandler: JobHandler {
         for var effect in pending {
             if effect.error == nil, let sub = effect.sub {
                 if let found = accounts[sub], !found.isEmpty {
-                    effect.outcome = "applied"
+                    effect.outcome = .applied
                     effect.accountIDs = found
                 } else {
-                    effect.outcome = "unknown_sub"
+                    effect.outcome = .unknownSub
                     effect.error = "no account of team \(teamID) for this sub with a configured client id"
                 }
             }
-            decided[effect.notificationID] = .succeeded(effect.result, audit: nil, effect: effect.json)
+            decided[effect.notificationID] = .succeeded(effect.result, audit: nil, effect: EffectPayload(effect))
         }
         return ids.map { id in
             let outcome = decided[id] ?? .failed(
-                ResultRecord(outcome: "failed", detail: jsonObject(["reason": "item payload names no stored notification"])),
+                ResultRecord(outcome: NotificationOutcome.failed, detail: jsonObject(["reason": "item payload names no stored notification"])),
                 audit: nil, effect: nil)
             return { outcome }
         }
@@ -122,14 +124,14 @@ public struct NotificationProcessingHandler: JobHandler {
         if error.reason == .unknownKID {
             let fetchFailed = await verifier.keys.lastFetchError != nil
             if fetchFailed || !refetched {
-                let wait = max(1, verifier.keys.minimumRefetchInterval.seconds)
-                return .retry(error: "kid not yet verifiable: \(error.detail)", retryAfterSeconds: wait,
-                              result: ResultRecord(outcome: "discarded",
+                let wait = max(.seconds(1), verifier.keys.minimumRefetchInterval)
+                return .retry(error: "kid not yet verifiable: \(error.detail)", retryAfter: wait,
+                              result: ResultRecord(outcome: NotificationOutcome.discarded,
                                                    detail: jsonObject(["notification_id": "\(id)", "reason": error.description])))
             }
         }
         let effect = NotificationEffect.rejected(id, reason: error.description)
-        return .failed(effect.result, audit: nil, effect: effect.json)
+        return .failed(effect.result, audit: nil, effect: EffectPayload(effect))
     }
 
     static func notificationID(_ payload: String?) -> Int64? {

@@ -1,5 +1,6 @@
+import Clocks
 import Foundation
-import HTTPServer
+import MicroHTTP
 import Postgres
 import Queue
 
@@ -21,6 +22,15 @@ import Queue
 public struct NotificationReceiver: Sendable {
     /// Largest request body read, bytes (64 KiB; a notification JWT is about 1 KiB).
     public static let bodyLimit = 64 * 1024
+    /// Simultaneous connections the server accepts.
+    static let connectionLimit = 1024
+    /// Idle keep-alive connections are closed after this long.
+    static let idleTimeout: Duration = .seconds(60)
+    /// The listen backlog.
+    static let listenBacklog = 512
+    /// How long a graceful stop lets requests in flight (a database write) finish before the
+    /// rest are answered 503.
+    public static let gracePeriod: Duration = .seconds(10)
 
     let inbox: NotificationInbox
     let logger: Logger
@@ -38,6 +48,21 @@ public struct NotificationReceiver: Sendable {
         self.onStored = onStored
     }
 
+    /// The HTTP server for this receiver: a `Service` that serves until `shutdownGracefully()` (then
+    /// requests in flight get `gracePeriod` to be stored and answered) or cancellation.
+    /// - Parameters:
+    ///   - host: IPv4 address to bind, e.g. `127.0.0.1` or `0.0.0.0`.
+    ///   - port: TCP port; 0 lets the kernel pick (read it from `start()` or `port`).
+    ///   - threads: libmicrohttpd threads.
+    ///   - clock: times the grace period.
+    public func server(host: String, port: UInt16, threads: Int = 2, clock: any WallClock = SystemClock()) -> HTTPServer {
+        let configuration = HTTPServer.Configuration(
+            host: host, port: port, threads: threads, connectionLimit: Self.connectionLimit, idleTimeout: Self.idleTimeout,
+            listenBacklog: Self.listenBacklog, bodyLimit: Self.bodyLimit, gracePeriod: Self.gracePeriod, clock: clock)
+        return HTTPServer(configuration: configuration, handler: .async { request in .answer(await self.handle(request)) })
+    }
+
+    /// Answers one request (see the type's documentation).
     public func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         if request.method == "GET", request.path == "/healthz" { return .json(#"{"status":"ok"}"#, status: 200) }
         if request.method == "GET", request.path == "/readyz" { return await readiness() }
@@ -55,9 +80,9 @@ public struct NotificationReceiver: Sendable {
             ])
             return .json(#"{"error":"body_too_large"}"#, status: 413)
         }
-        guard Self.isJSON(contentType: request.headers["content-type"]) else {
+        guard Self.isJSON(contentType: request.contentType) else {
             logger.warning("notification refused: content type is not JSON", [
-                "http.content_type": String((request.headers["content-type"] ?? "(none)").prefix(100)),
+                "http.content_type": String((request.contentType ?? "(none)").prefix(100)),
             ])
             return .json(#"{"error":"unsupported_media_type","message":"expected Content-Type: application/json"}"#, status: 415)
         }
@@ -106,9 +131,7 @@ public struct NotificationReceiver: Sendable {
     /// documentation gives the body as JSON but not the header (apple-api.md §8.1), so every JSON
     /// spelling is accepted; a missing or other type is refused.
     static func isJSON(contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let media = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard let media = HTTPServerRequest.mediaType(of: contentType) else { return false }
         if media == "application/json" || media == "text/json" { return true }
         return media.hasPrefix("application/") && media.hasSuffix("+json") && media.count > "application/+json".count
     }

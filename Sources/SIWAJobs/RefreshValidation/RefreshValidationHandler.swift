@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Postgres
 import Queue
 import SIWACrypto
@@ -23,14 +24,27 @@ public struct RefreshValidationHandler: JobHandler {
         self.keyring = keyring
     }
 
-    public var effectSQL: String? {
-        """
+    /// Result outcomes (`siwa.results.outcome`).
+    enum Outcome: String, OutcomeCode {
+        case valid, invalid, failed, discarded
+    }
+
+    /// The effect payload: the account's new `token_status`.
+    struct Effect: Encodable, Sendable {
+        enum TokenStatus: String, Encodable { case valid, invalid }
+        let tokenStatus: TokenStatus
+        enum CodingKeys: String, CodingKey { case tokenStatus = "token_status" }
+    }
+
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
         UPDATE siwa.accounts a
         SET token_status = d.effect->>'token_status', token_checked_at = now(), updated_at = now()
         FROM done d
         WHERE a.id = d.account_id AND d.effect ? 'token_status'
-        """
-    }
+        """)])
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.validate)
@@ -38,7 +52,7 @@ public struct RefreshValidationHandler: JobHandler {
 
     static func validate(item: ClaimedItem, stored: StoredTokens.Token?, client: AppleIDClient, keyring: TokenKeyring) async -> ItemOutcome {
         guard let accountID = item.accountID, let stored, stored.ciphertext != nil, stored.keyID != nil else {
-            return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "account has no stored refresh token"])),
+            return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "account has no stored refresh token"])),
                            audit: nil, effect: nil)
         }
         let token: String
@@ -47,9 +61,9 @@ public struct RefreshValidationHandler: JobHandler {
         do {
             try await client.validateRefreshToken(token)
             return .succeeded(
-                ResultRecord(outcome: "valid", httpStatus: 200, tokenFingerprint: fingerprint),
+                ResultRecord(Outcome.valid, httpStatus: 200, tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.validated", detail: jsonObject(["token_fingerprint": fingerprint])),
-                effect: jsonObject(["token_status": "valid"]))
+                effect: EffectPayload(Effect(tokenStatus: .valid)))
         } catch {
             return outcome(for: error, fingerprint: fingerprint, clientID: client.clientID)
         }
@@ -65,22 +79,22 @@ public struct RefreshValidationHandler: JobHandler {
                 + "for Sign in with Apple, and the client ID; then resume the job")
         case .permanent where error.appleError == "invalid_grant":
             return .succeeded(
-                ResultRecord(outcome: "invalid", httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
+                ResultRecord(Outcome.invalid, httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
                              tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.invalidated",
                                    detail: jsonObject(["token_fingerprint": fingerprint, "apple_error": error.appleError])),
-                effect: jsonObject(["token_status": "invalid"]))
+                effect: EffectPayload(Effect(tokenStatus: .invalid)))
         case .permanent:
             return .failed(
-                ResultRecord(outcome: "failed", httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
+                ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
                              tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.validation_failed",
                                    detail: jsonObject(["token_fingerprint": fingerprint, "apple_error": error.appleError])),
                 effect: nil)
         case .transient:
             return .retry(
-                error: error.description, retryAfterSeconds: error.retryAfter?.seconds,
-                result: ResultRecord(outcome: "discarded", httpStatus: error.httpStatus, appleError: error.appleError,
+                error: error.description, retryAfter: error.retryAfter,
+                result: ResultRecord(Outcome.discarded, httpStatus: error.httpStatus, appleError: error.appleError,
                                      detail: detail, tokenFingerprint: fingerprint))
         }
     }

@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Postgres
 import Queue
 import SIWACrypto
@@ -28,16 +29,30 @@ public struct RevocationSweepHandler: JobHandler {
         self.keyring = keyring
     }
 
-    public var effectSQL: String? {
-        """
+    /// Result outcomes (`siwa.results.outcome`).
+    enum Outcome: String, OutcomeCode {
+        case revokedOrInvalid = "revoked_or_invalid", noToken = "no_token", failed, discarded
+    }
+
+    /// The effect payload: wipe the stored token, if the account still holds the one sent
+    /// (`wipe_fingerprint`; absent when the stored token had no fingerprint).
+    struct Effect: Encodable, Sendable {
+        let wipe = "stored token"
+        let wipeFingerprint: String?
+        enum CodingKeys: String, CodingKey { case wipe, wipeFingerprint = "wipe_fingerprint" }
+    }
+
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
         UPDATE siwa.accounts a
         SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
             token_checked_at = now(), updated_at = now()
         FROM done d
         WHERE a.id = d.account_id AND d.effect ? 'wipe'
           AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
-        """
-    }
+        """)])
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.revoke)
@@ -45,7 +60,7 @@ public struct RevocationSweepHandler: JobHandler {
 
     static func revoke(item: ClaimedItem, stored: StoredTokens.Token?, client: AppleIDClient, keyring: TokenKeyring) async -> ItemOutcome {
         guard let accountID = item.accountID, let stored, stored.ciphertext != nil, stored.keyID != nil else {
-            return .succeeded(ResultRecord(outcome: "no_token", detail: jsonObject(["reason": "account holds no stored refresh token"]),
+            return .succeeded(ResultRecord(Outcome.noToken, detail: jsonObject(["reason": "account holds no stored refresh token"]),
                                            tokenFingerprint: stored?.fingerprint), audit: nil, effect: nil)
         }
         let token: String
@@ -55,11 +70,11 @@ public struct RevocationSweepHandler: JobHandler {
             try await client.revoke(token: token, hint: "refresh_token")
             let note = "Apple answered 200: the token is revoked or was already invalid"
             return .succeeded(
-                ResultRecord(outcome: "revoked_or_invalid", httpStatus: 200, detail: jsonObject(["apple_answer": note]),
+                ResultRecord(Outcome.revokedOrInvalid, httpStatus: 200, detail: jsonObject(["apple_answer": note]),
                              tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.revoked_or_invalid",
                                    detail: jsonObject(["token_fingerprint": fingerprint, "apple_answer": note, "stored_token": "wiped"])),
-                effect: jsonObject(["wipe": "stored token", "wipe_fingerprint": stored.fingerprint]))
+                effect: EffectPayload(Effect(wipeFingerprint: stored.fingerprint)))
         } catch {
             if error.isCancellation { return .released }
             let detail = jsonObject(["reason": error.detail])
@@ -70,15 +85,15 @@ public struct RevocationSweepHandler: JobHandler {
                     + "and the client ID; then resume the job")
             case .permanent:
                 return .failed(
-                    ResultRecord(outcome: "failed", httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
+                    ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,
                                  tokenFingerprint: fingerprint),
                     audit: AuditRecord(action: "token.revoke_failed",
                                        detail: jsonObject(["token_fingerprint": fingerprint, "apple_error": error.appleError])),
                     effect: nil)
             case .transient:
                 return .retry(
-                    error: error.description, retryAfterSeconds: error.retryAfter?.seconds,
-                    result: ResultRecord(outcome: "discarded", httpStatus: error.httpStatus, appleError: error.appleError,
+                    error: error.description, retryAfter: error.retryAfter,
+                    result: ResultRecord(Outcome.discarded, httpStatus: error.httpStatus, appleError: error.appleError,
                                          detail: detail, tokenFingerprint: fingerprint))
             }
         }

@@ -28,7 +28,7 @@ public struct Enqueuer: Sendable {
     /// Throws `EnqueueError` when such a job is already running or paused for that client.
     public func enqueueRefreshValidation(teamID: String, clientID: String, createdBy: String,
                                          maxAttempts: Int = 5) async throws -> EnqueuedJob {
-        let spec = jsonObject(["team_id": teamID, "client_id": clientID])
+        let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
         let uniqueKey = "refresh-validation:\(teamID):\(clientID)"
         return try await plan(kind: RefreshValidationHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
             """
@@ -47,7 +47,7 @@ public struct Enqueuer: Sendable {
 
     /// Plans `items` no-op items (queue benchmark).
     public func enqueueNoop(items: Int, createdBy: String) async throws -> EnqueuedJob {
-        try await plan(kind: NoopHandler.kind, spec: "{}", uniqueKey: nil, createdBy: createdBy) { jobID in
+        try await plan(kind: NoopHandler.kind, spec: EmptyJobSpec(), uniqueKey: nil, createdBy: createdBy) { jobID in
             """
             INSERT INTO siwa.job_items (job_id, payload, max_attempts)
             SELECT \(jobID), jsonb_build_object('n', g), 3 FROM generate_series(1, \(items)) g
@@ -55,8 +55,11 @@ public struct Enqueuer: Sendable {
         }
     }
 
-    func plan(kind: String, spec: String, uniqueKey: String?, createdBy: String,
+    /// Creates a job of `kind` with `spec` (stored as its JSON), plans its items with `items`, and
+    /// notifies workers, in one transaction.
+    func plan(kind: String, spec: some JobSpec, uniqueKey: String?, createdBy: String,
               items: @Sendable (Int64) -> SQL) async throws -> EnqueuedJob {
+        let spec = spec.json
         do {
             return try await pool.withConnection { conn in
                 try await conn.transaction { tx in

@@ -73,11 +73,11 @@ extension StoredTokens {
         _ items: [ClaimedItem], of job: JobRecord, registry: AppleClientRegistry, pool: PostgresPool, keyring: TokenKeyring,
         operation: @escaping @Sendable (ClaimedItem, Token?, AppleIDClient, TokenKeyring) async -> ItemOutcome
     ) async throws -> [@Sendable () async -> ItemOutcome] {
-        let spec: JobSpec
-        do { spec = try JobSpec(json: job.spec) } catch { return pauseAll(items, reason: "\(error)") }
+        let spec: ClientJobSpec
+        do { spec = try ClientJobSpec.decode(job.spec) } catch { return pauseAll(items, reason: "\(error)") }
         let client: AppleIDClient
         do {
-            client = try registry.client(forJob: spec.fields["team_id"] ?? "", clientID: spec.fields["client_id"] ?? "")
+            client = try registry.client(forJob: spec.teamID, clientID: spec.clientID)
         } catch {
             return pauseAll(items, reason: error.description)
         }
@@ -103,7 +103,7 @@ extension StoredTokens {
             let stored = item.accountID.flatMap { tokens[$0] }
             if let accountID = item.accountID, unreadable[accountID] != nil {
                 return {
-                    .failed(ResultRecord(outcome: "failed", detail: jsonObject([
+                    .failed(ResultRecord(.failed, detail: jsonObject([
                         "reason": "the stored refresh token does not decrypt (corrupt or tampered); other accounts' tokens do"]),
                         tokenFingerprint: stored?.fingerprint), audit: nil, effect: nil)
                 }

@@ -27,7 +27,7 @@ extension Enqueuer {
         try window.requireOpen(now: now)
         try window.requireNotAhead(maxDaysAhead: TransferWindow.maxExportDaysAhead, purpose: "an export", now: now)
         let canarySize = max(0, canary)
-        let spec = jsonObject(["team_id": teamID, "client_id": clientID, "target": target, "transfer_date": window.day])
+        let spec = TransferExportSpec(teamID: teamID, clientID: clientID, target: target, transferDate: window.day)
         let uniqueKey = "transfer-export:\(teamID):\(clientID):\(target)"
         let day = window.day
         return try await plan(kind: TransferExportHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
@@ -81,8 +81,8 @@ extension Enqueuer {
         try window.requireOpen(now: now)
         try window.requireNotAhead(maxDaysAhead: TransferWindow.maxImportDaysAhead, purpose: "an import", now: now)
         let canarySize = max(0, canary)
-        let spec = jsonObject(["team_id": teamID, "client_id": clientID, "import_id": String(importID),
-                               "transfer_date": window.day, "source_team_id": source])
+        let spec = TransferImportSpec(teamID: teamID, clientID: clientID, importID: importID, transferDate: window.day,
+                                      sourceTeamID: source)
         let day = window.day
         return try await plan(kind: TransferImportHandler.kind, spec: spec, uniqueKey: "transfer-import:\(importID)",
                               createdBy: createdBy) { jobID in

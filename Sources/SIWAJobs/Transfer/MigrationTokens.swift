@@ -99,6 +99,6 @@ enum MigrationCall {
         result.httpStatus = error.httpStatus
         result.appleError = error.appleError
         result.detail = jsonObject(["reason": error.detail])
-        return .retry(error: error.description, retryAfterSeconds: error.retryAfter?.seconds, result: result)
+        return .retry(error: error.description, retryAfter: error.retryAfter, result: result)
     }
 }

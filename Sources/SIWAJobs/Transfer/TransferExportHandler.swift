@@ -30,8 +30,22 @@ public struct TransferExportHandler: JobHandler {
         self.tokens = tokens
     }
 
-    public var effectSQL: String? {
-        """
+    /// Result outcomes (`siwa.results.outcome`).
+    enum Outcome: String, OutcomeCode {
+        case exported, failed, discarded
+    }
+
+    /// The effect payload: the `siwa.transfer_subs` row for `target`, with the transfer_sub or the
+    /// refusal code.
+    struct Effect: Encodable, Sendable {
+        let target: String
+        var transferSub: String?
+        var failure: String?
+        enum CodingKeys: String, CodingKey { case target, transferSub = "transfer_sub", failure }
+    }
+
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
         INSERT INTO siwa.transfer_subs AS s (account_id, target_team_id, transfer_sub, failure, job_id)
         SELECT d.account_id, d.effect->>'target', d.effect->>'transfer_sub', d.effect->>'failure', d.job_id
         FROM done d
@@ -39,8 +53,9 @@ public struct TransferExportHandler: JobHandler {
         ON CONFLICT (account_id, target_team_id) DO UPDATE
         SET transfer_sub = EXCLUDED.transfer_sub, failure = EXCLUDED.failure, job_id = EXCLUDED.job_id, updated_at = now()
         WHERE s.transfer_sub IS NULL
-        """ + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert)
-    }
+        """)] + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert))
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     /// Plans the rest of an export after its canary: the same selection as `enqueueTransferExport`,
     /// past the last canary account.
@@ -60,11 +75,11 @@ public struct TransferExportHandler: JobHandler {
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         let teamID: String, clientID: String, target: String, window: TransferWindow
         do {
-            let spec = try JobSpec(json: job.spec)
-            teamID = try spec.require("team_id")
-            clientID = try spec.require("client_id")
-            target = try spec.require("target")
-            window = try TransferWindow(day: try spec.require("transfer_date"))
+            let spec = try TransferExportSpec.decode(job.spec)
+            teamID = spec.teamID
+            clientID = spec.clientID
+            target = spec.target
+            window = try TransferWindow(day: spec.transferDate)
             try TransferTarget.validate(target, sender: teamID)
             try window.requireOpen()
         } catch {
@@ -93,18 +108,18 @@ public struct TransferExportHandler: JobHandler {
     static func export(sub: String?, target: String, teamID: String, window: TransferWindow,
                        client: AppleIDClient, provider: MigrationTokenProvider) async -> ItemOutcome {
         guard let sub else {
-            return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "account not found"])), audit: nil, effect: nil)
+            return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "account not found"])), audit: nil, effect: nil)
         }
         do {
             let transferSub = try await MigrationCall.run(provider) { token throws(AppleIDError) in
                 try await client.exchangeSub(sub, target: target, accessToken: token)
             }
             return .succeeded(
-                ResultRecord(outcome: "exported", httpStatus: 200, detail: jsonObject(["target": target])),
+                ResultRecord(Outcome.exported, httpStatus: 200, detail: jsonObject(["target": target])),
                 audit: AuditRecord(action: "transfer.exported", detail: jsonObject(["target": target])),
-                effect: jsonObject(["target": target, "transfer_sub": transferSub]))
+                effect: EffectPayload(Effect(target: target, transferSub: transferSub)))
         } catch let failure {
-            let discarded = ResultRecord(outcome: "discarded", detail: "{}")
+            let discarded = ResultRecord(Outcome.discarded, detail: "{}")
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
                                                            window: window, discarded: discarded) {
                 return outcome
@@ -116,10 +131,10 @@ public struct TransferExportHandler: JobHandler {
                     + "or the sub is not a user of this app"
                 : "Apple refused this user: \(error.detail)"
             return .failed(
-                ResultRecord(outcome: "failed", httpStatus: error.httpStatus, appleError: error.appleError,
+                ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError,
                              detail: jsonObject(["reason": reason, "target": target])),
                 audit: AuditRecord(action: "transfer.export_failed", detail: jsonObject(["target": target, "apple_error": code])),
-                effect: jsonObject(["target": target, "failure": code]))
+                effect: EffectPayload(Effect(target: target, failure: code)))
         }
     }
 }

@@ -40,17 +40,39 @@ public struct TransferImportHandler: JobHandler {
                 AND NOT (x.client_id = t.client_id AND x.external_user_id = d.effect->>'external_user_id'))
         """
 
-    public var effectSQL: String? {
-        """
-        INSERT INTO siwa.accounts AS a (external_user_id, team_id, client_id, sub, email, is_private_email, transfer_sub)
-        SELECT d.effect->>'external_user_id', t.team_id, t.client_id, d.effect->>'sub', d.effect->>'email',
-               (d.effect->>'is_private_email')::boolean, d.effect->>'transfer_sub'
-        FROM done d JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
-        WHERE d.state = 'succeeded' AND d.effect ? 'sub' AND NOT \(Self.subTaken)
-        ON CONFLICT (team_id, client_id, external_user_id) DO UPDATE
-        SET sub = EXCLUDED.sub, email = EXCLUDED.email, is_private_email = EXCLUDED.is_private_email,
-            transfer_sub = EXCLUDED.transfer_sub, updated_at = now()
-        ), transfer_rows AS (
+    /// Result outcomes (`siwa.results.outcome`).
+    enum Outcome: String, OutcomeCode {
+        case migrated, failed, discarded
+    }
+
+    /// The effect payload: the recipient's account (`sub`, email, `transfer_sub`) for a migrated
+    /// user, or the refusal code (`failure`) recorded on the import row.
+    struct Effect: Encodable, Sendable {
+        var externalUserID: String?
+        var transferSub: String?
+        var sub: String?
+        var email: String?
+        var isPrivateEmail: Bool?
+        var failure: String?
+        enum CodingKeys: String, CodingKey {
+            case externalUserID = "external_user_id", transferSub = "transfer_sub", sub, email
+            case isPrivateEmail = "is_private_email", failure
+        }
+    }
+
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
+    static let effect = CompletionEffect([
+        .init("applied_effects", unsafeSQL: """
+            INSERT INTO siwa.accounts AS a (external_user_id, team_id, client_id, sub, email, is_private_email, transfer_sub)
+            SELECT d.effect->>'external_user_id', t.team_id, t.client_id, d.effect->>'sub', d.effect->>'email',
+                   (d.effect->>'is_private_email')::boolean, d.effect->>'transfer_sub'
+            FROM done d JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
+            WHERE d.state = 'succeeded' AND d.effect ? 'sub' AND NOT \(Self.subTaken)
+            ON CONFLICT (team_id, client_id, external_user_id) DO UPDATE
+            SET sub = EXCLUDED.sub, email = EXCLUDED.email, is_private_email = EXCLUDED.is_private_email,
+                transfer_sub = EXCLUDED.transfer_sub, updated_at = now()
+            """),
+        .init("transfer_rows", unsafeSQL: """
             UPDATE siwa.transfer_import_rows r
             SET state = CASE WHEN d.state <> 'succeeded' THEN 'failed'
                              WHEN \(Self.subTaken) THEN 'conflict' ELSE 'migrated' END,
@@ -64,8 +86,10 @@ public struct TransferImportHandler: JobHandler {
             JOIN siwa.job_items i ON i.id = d.item_id
             WHERE d.state IN ('succeeded', 'failed', 'discarded')
               AND r.import_id = t.import_id AND r.line_no = (i.payload->>'line')::int
-        """ + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert)
-    }
+            """),
+    ] + TransferCanarySQL.gate(releaseInsert: Self.releaseInsert))
+
+    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     /// Plans the rest of an import after its canary: pending rows past the last canary line whose
     /// `transfer_sub` no account of the team and client holds yet (not migrated by an earlier import).
@@ -92,15 +116,12 @@ public struct TransferImportHandler: JobHandler {
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         let teamID: String, clientID: String, importID: Int64, window: TransferWindow, source: String?
         do {
-            let spec = try JobSpec(json: job.spec)
-            teamID = try spec.require("team_id")
-            clientID = try spec.require("client_id")
-            guard let id = Int64(try spec.require("import_id")) else {
-                throw JobSpecError(field: "import_id", message: "is not a number")
-            }
-            importID = id
-            window = try TransferWindow(day: try spec.require("transfer_date"))
-            source = spec.fields["source_team_id"].flatMap { $0.isEmpty ? nil : $0 }
+            let spec = try TransferImportSpec.decode(job.spec)
+            teamID = spec.teamID
+            clientID = spec.clientID
+            importID = spec.importID
+            window = try TransferWindow(day: spec.transferDate)
+            source = spec.sourceTeamID
             try window.requireOpen()
         } catch {
             let reason = "transfer import refused before any Apple call: \(error)"
@@ -152,8 +173,8 @@ public struct TransferImportHandler: JobHandler {
     static func migrate(row: Row?, teamID: String, window: TransferWindow, client: AppleIDClient,
                         provider: MigrationTokenProvider) async -> ItemOutcome {
         guard let row else {
-            return .failed(ResultRecord(outcome: "failed", detail: jsonObject(["reason": "import row not found"])),
-                           audit: nil, effect: jsonObject(["failure": "import row not found"]))
+            return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "import row not found"])),
+                           audit: nil, effect: EffectPayload(Effect(failure: "import row not found")))
         }
         let transferSub = row.transferSub
         do {
@@ -162,7 +183,7 @@ public struct TransferImportHandler: JobHandler {
             }
             return migrated(row: row, user: user)
         } catch let failure {
-            let discarded = ResultRecord(outcome: "discarded", detail: jsonObject(["external_user_id": row.externalUserID]))
+            let discarded = ResultRecord(Outcome.discarded, detail: jsonObject(["external_user_id": row.externalUserID]))
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
                                                            window: window, discarded: discarded) {
                 return outcome
@@ -174,11 +195,11 @@ public struct TransferImportHandler: JobHandler {
                     + "transfer_sub was generated for another team or is unknown"
                 : "Apple refused this transfer_sub: \(error.detail)"
             return .failed(
-                ResultRecord(outcome: "failed", httpStatus: error.httpStatus, appleError: error.appleError,
+                ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError,
                              detail: jsonObject(["reason": reason, "external_user_id": row.externalUserID])),
                 audit: AuditRecord(action: "transfer.import_failed",
                                    detail: jsonObject(["external_user_id": row.externalUserID, "apple_error": code])),
-                effect: jsonObject(["failure": code]))
+                effect: EffectPayload(Effect(failure: code)))
         }
     }
 
@@ -201,11 +222,9 @@ public struct TransferImportHandler: JobHandler {
             "note": email.change == "kept_non_relay" ? "Apple returns no email for users on a real address; the existing address is kept" : nil,
         ])
         return .succeeded(
-            ResultRecord(outcome: "migrated", httpStatus: 200, detail: detail),
+            ResultRecord(Outcome.migrated, httpStatus: 200, detail: detail),
             audit: AuditRecord(action: "transfer.imported", detail: detail),
-            effect: jsonObject([
-                "external_user_id": row.externalUserID, "transfer_sub": row.transferSub, "sub": user.sub,
-                "email": email.email, "is_private_email": email.isPrivate ? "true" : "false",
-            ]))
+            effect: EffectPayload(Effect(externalUserID: row.externalUserID, transferSub: row.transferSub, sub: user.sub,
+                                         email: email.email, isPrivateEmail: email.isPrivate)))
     }
 }

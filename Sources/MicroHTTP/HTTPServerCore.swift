@@ -1,0 +1,160 @@
+import CMicroHTTPD
+import Dispatch
+import Lifecycle
+import Synchronization
+
+/// A libmicrohttpd connection pointer, kept only while the connection is suspended (the daemon
+/// keeps the connection alive until it is resumed).
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// Runs the handler for each complete request and owns the suspend/resume bookkeeping: which
+/// connections are suspended, the timers that resume delayed ones, and how many requests are in
+/// flight (handed to the handler and not yet completed by libmicrohttpd).
+final class HTTPServerCore: Sendable {
+    let handler: HTTPHandler
+    let bodyLimit: @Sendable (String) -> Int
+    private let timers = DispatchQueue(label: "microhttp.resume", qos: .userInitiated)
+
+    private struct State {
+        var nextTicket: UInt64 = 0
+        var suspended: [UInt64: ConnectionHandle] = [:]
+        var inFlight = 0
+        var stopping = false
+        /// Opened when `inFlight` drops to zero.
+        var idle: Latch?
+    }
+    private let state = Mutex(State())
+
+    init(handler: HTTPHandler, bodyLimit: @escaping @Sendable (String) -> Int) {
+        self.handler = handler
+        self.bodyLimit = bodyLimit
+    }
+
+    /// Requests handed to the handler whose response libmicrohttpd has not finished sending.
+    var inFlight: Int { state.withLock { $0.inFlight } }
+
+    /// Handles one complete request on the daemon thread: runs an inline handler and acts on its
+    /// result, or suspends the connection for an async one.
+    func respond(to request: HTTPServerRequest, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
+        state.withLock { $0.inFlight += 1 }   // until `completed()`
+        switch handler.kind {
+        case .inline(let body):
+            return act(on: body(request), context: context, connection: connection)
+        case .async(let body):
+            guard let ticket = suspend(connection) else { return MHDBridge.queue(.unavailable, on: connection) }
+            // Owned by the suspended connection: it resumes it, or finds it already released by a stop.
+            Task { [self] in
+                let result = await body(request)
+                deliver(result, ticket: ticket, context: context)
+            }
+            return cmhd_yes()
+        }
+    }
+
+    /// The daemon thread's call after a suspended connection is resumed: the stored answer, a
+    /// reset, or 503 when a stop resumed it before the handler answered.
+    func resumed(_ context: RequestContext, connection: OpaquePointer) -> MHD_Result {
+        switch context.ready.withLock({ $0 }) {
+        case .answer(let response)?, .delay(_, let response)?: MHDBridge.queue(response, on: connection)
+        case .reset?: cmhd_no()
+        case nil: MHDBridge.queue(.unavailable, on: connection)
+        }
+    }
+
+    /// libmicrohttpd finished (or abandoned) a request that reached the handler.
+    func completed() {
+        let idle: Latch? = state.withLock { s in
+            s.inFlight -= 1
+            guard s.inFlight == 0 else { return nil }
+            defer { s.idle = nil }
+            return s.idle
+        }
+        idle?.open()
+    }
+
+    private func act(on result: HTTPServerResult, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
+        switch result {
+        case .answer(let response):
+            return MHDBridge.queue(response, on: connection)
+        case .reset:
+            return cmhd_no()
+        case .delay(let delay, let response):
+            guard delay > .zero else { return MHDBridge.queue(response, on: connection) }
+            context.ready.withLock { $0 = .answer(response) }
+            // A stopping server answers at once instead of suspending.
+            guard let ticket = suspend(connection) else { return MHDBridge.queue(response, on: connection) }
+            resume(ticket, after: delay)
+            return cmhd_yes()
+        }
+    }
+
+    /// An async handler's result, for a connection suspended under `ticket`.
+    private func deliver(_ result: HTTPServerResult, ticket: UInt64, context: RequestContext) {
+        context.ready.withLock { $0 = result }
+        if case .delay(let delay, _) = result, delay > .zero {
+            resume(ticket, after: delay)
+        } else {
+            resume(ticket)
+        }
+    }
+
+    /// Suspends `connection` and returns its ticket, or nil (nothing suspended) when stopping.
+    private func suspend(_ connection: OpaquePointer) -> UInt64? {
+        state.withLock { s in
+            if s.stopping { return nil }
+            s.nextTicket += 1
+            s.suspended[s.nextTicket] = ConnectionHandle(pointer: connection)
+            // Under the lock, so resumeAll() never resumes a connection not yet suspended.
+            MHD_suspend_connection(connection)
+            return s.nextTicket
+        }
+    }
+
+    private func resume(_ ticket: UInt64) {
+        state.withLock { s in
+            if let handle = s.suspended.removeValue(forKey: ticket) { MHD_resume_connection(handle.pointer) }
+        }
+    }
+
+    /// Resumes `ticket` after `delay` on a timer with zero leeway: `asyncAfter` lets libdispatch fire
+    /// up to 10 % late (5 ms on a 50 ms latency), which would make a delay longer than asked.
+    private func resume(_ ticket: UInt64, after delay: Duration) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = Int(clamping: min(seconds, 1_000_000_000)) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        let timer = DispatchSource.makeTimerSource(queue: timers)
+        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), leeway: .nanoseconds(0))
+        timer.setEventHandler { [self, timer] in
+            resume(ticket)
+            timer.cancel()
+        }
+        timer.resume()
+    }
+
+    /// From now on async handlers are not started (503) and delays are not waited.
+    func beginStopping() {
+        state.withLock { $0.stopping = true }
+    }
+
+    /// Returns when no request is in flight, or when the calling task is cancelled.
+    func untilIdle() async {
+        let latch: Latch? = state.withLock { s in
+            guard s.inFlight > 0 else { return nil }
+            if s.idle == nil { s.idle = Latch() }
+            return s.idle
+        }
+        await latch?.wait()
+    }
+
+    /// Resumes every suspended connection (delayed ones get their answer now, async ones without an
+    /// answer get 503) and refuses new suspensions; call before `MHD_stop_daemon`, which aborts the
+    /// process while a connection is suspended.
+    func resumeAll() {
+        state.withLock { s in
+            s.stopping = true
+            for handle in s.suspended.values { MHD_resume_connection(handle.pointer) }
+            s.suspended.removeAll()
+        }
+    }
+}

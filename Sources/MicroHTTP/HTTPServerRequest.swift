@@ -1,0 +1,52 @@
+import Foundation
+
+/// One fully received HTTP/1.1 request (RFC 9110), as an `HTTPServer` handler sees it.
+public struct HTTPServerRequest: Sendable {
+    /// The method as sent, e.g. `POST`.
+    public var method: String
+    /// The path without the query string, e.g. `/auth/token`.
+    public var path: String
+    /// Every request header field, in the order received; `headers["Content-Type"]` matches any case.
+    public var headers: HTTPRequestHeaders
+    /// The query-string parameters, percent-decoded, by exact name; when a name repeats, its first
+    /// value. A parameter without `=` (`?flag`) has no value and is left out.
+    public var query: [String: String]
+    /// The body; empty when `bodyTooLarge`.
+    public var body: [UInt8]
+    /// True when the body was larger than the server's body limit for this path; it was discarded
+    /// unread.
+    public var bodyTooLarge: Bool
+    /// Body bytes announced (`Content-Length`) or received, whichever is larger (for logs).
+    public var bodyBytes: Int
+
+    public init(method: String, path: String, headers: HTTPRequestHeaders = [:], query: [String: String] = [:],
+                body: [UInt8] = [], bodyTooLarge: Bool = false, bodyBytes: Int? = nil) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.query = query
+        self.body = body
+        self.bodyTooLarge = bodyTooLarge
+        self.bodyBytes = bodyBytes ?? body.count
+    }
+
+    /// The value of header `name` (any case), or nil.
+    public func header(_ name: String) -> String? { headers[name] }
+
+    /// `Content-Type` as sent, or nil.
+    public var contentType: String? { headers["content-type"] }
+
+    /// `Authorization` as sent, or nil.
+    public var authorization: String? { headers["authorization"] }
+
+    /// The media type of `Content-Type`: see `mediaType(of:)`.
+    public var mediaType: String? { Self.mediaType(of: contentType) }
+
+    /// The media type of a `Content-Type` value in lower case without parameters (RFC 9110 §8.3.1):
+    /// `Application/JSON; charset=utf-8` → `application/json`. Nil for nil.
+    public static func mediaType(of contentType: String?) -> String? {
+        guard let contentType else { return nil }
+        let type = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return type.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+}

@@ -1,0 +1,121 @@
+import CMicroHTTPD
+import Synchronization
+
+/// Per-request state carried through libmicrohttpd's `con_cls` pointer (retained; released in the
+/// completion callback). `body` and the flags are touched only by the daemon thread that owns the
+/// connection; `ready` is written by the handler's task or before a delay.
+final class RequestContext: @unchecked Sendable {
+    let method: String
+    let path: String
+    let limit: Int
+    var body: [UInt8] = []
+    var received = 0
+    var overflow = false
+    var dispatched = false
+    /// What to send once the suspended connection is resumed.
+    let ready = Mutex<HTTPServerResult?>(nil)
+
+    init(method: String, path: String, limit: Int) {
+        self.method = method
+        self.path = path
+        self.limit = limit
+    }
+}
+
+/// libmicrohttpd's C callbacks. `cls` of both is the `HTTPServerCore`, unretained: the server keeps
+/// it alive until `MHD_stop_daemon` has returned.
+enum MHDBridge {
+    /// `MHD_AccessHandlerCallback`: called for the headers, each body chunk, the final call
+    /// (`*upload_data_size == 0`), and again after a suspended connection is resumed.
+    static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+        guard let cls, let connection, let uploadSize, let conCls else { return cmhd_no() }
+        let core = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue()
+        guard let raw = conCls.pointee else {
+            let path = url.map { String(cString: $0) } ?? "/"
+            let ctx = RequestContext(method: method.map { String(cString: $0) } ?? "GET", path: path,
+                                     limit: max(0, core.bodyLimit(path)))
+            if let length = header(connection, "Content-Length").flatMap(Int.init), length > 0, length <= ctx.limit {
+                ctx.body.reserveCapacity(length)
+            }
+            conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
+            return cmhd_yes()
+        }
+        let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        let size = uploadSize.pointee
+        if size > 0 {
+            ctx.received += size
+            if !ctx.overflow, let uploadData {
+                if ctx.body.count + size > ctx.limit {
+                    ctx.overflow = true
+                    ctx.body = []
+                } else {
+                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                        ctx.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                    }
+                }
+            }
+            uploadSize.pointee = 0
+            return cmhd_yes()
+        }
+        if ctx.dispatched { return core.resumed(ctx, connection: connection) }
+        let headers = headerFields(connection)
+        let announced = headers["Content-Length"].flatMap(Int.init) ?? 0
+        let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headers, query: queryArguments(connection),
+                                        body: ctx.overflow ? [] : ctx.body, bodyTooLarge: ctx.overflow,
+                                        bodyBytes: max(announced, ctx.received))
+        ctx.body = []
+        ctx.dispatched = true
+        return core.respond(to: request, context: ctx, connection: connection)
+    }
+
+    /// `MHD_RequestCompletedCallback`: drops the request context and counts the request finished.
+    static let completedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+        guard let conCls, let raw = conCls.pointee else { return }
+        let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        conCls.pointee = nil
+        if ctx.dispatched, let cls { Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed() }
+    }
+
+    static func header(_ connection: OpaquePointer, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, cmhd_kind_header(), name).map { String(cString: $0) }
+    }
+
+    /// The request's header fields, in order.
+    static func headerFields(_ connection: OpaquePointer) -> HTTPRequestHeaders {
+        var headers = HTTPRequestHeaders()
+        withUnsafeMutablePointer(to: &headers) { pointer in
+            _ = MHD_get_connection_values(connection, cmhd_kind_header(), { cls, _, key, value in
+                guard let cls, let key, let value else { return cmhd_yes() }
+                cls.assumingMemoryBound(to: HTTPRequestHeaders.self).pointee
+                    .append(HTTPHeader(String(cString: key), String(cString: value)))
+                return cmhd_yes()
+            }, pointer)
+        }
+        return headers
+    }
+
+    /// The query arguments that have a value, decoded; the first value of a repeated name wins, as
+    /// `MHD_lookup_connection_value` would answer.
+    static func queryArguments(_ connection: OpaquePointer) -> [String: String] {
+        var arguments: [String: String] = [:]
+        withUnsafeMutablePointer(to: &arguments) { pointer in
+            _ = MHD_get_connection_values(connection, cmhd_kind_query(), { cls, _, key, value in
+                guard let cls, let key, let value else { return cmhd_yes() }
+                let arguments = cls.assumingMemoryBound(to: [String: String].self)
+                let name = String(cString: key)
+                if arguments.pointee[name] == nil { arguments.pointee[name] = String(cString: value) }
+                return cmhd_yes()
+            }, pointer)
+        }
+        return arguments
+    }
+
+    static func queue(_ r: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
+        let response = r.body.withUnsafeBytes { cmhd_response_copy($0.baseAddress, $0.count) }
+        guard let response else { return cmhd_no() }
+        defer { MHD_destroy_response(response) }
+        if let type = r.contentType { MHD_add_response_header(response, "Content-Type", type) }
+        for header in r.headers { MHD_add_response_header(response, header.name, header.value) }
+        return MHD_queue_response(connection, UInt32(r.status), response)
+    }
+}

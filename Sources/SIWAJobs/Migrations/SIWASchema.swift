@@ -1,0 +1,28 @@
+import EmbeddedSQL
+import Postgres
+import Queue
+
+/// The job kinds' migration group: everything in sql/ after the queue's `0001_core.sql` —
+/// dashboard views, roles, transfer tables and triggers, the notification inbox and its fixes.
+/// It builds on the queue's tables, so a `Migrator` applies `QueueSchema.migrations` first (see
+/// `QueueSchema` for why `0001_core.sql`, which also creates `siwa.accounts`, is the queue's).
+public enum SIWASchema {
+    /// The kinds' migrations, in the order they apply.
+    public static let migrations = MigrationGroup(name: "siwa", migrations: [
+        SQLFile.m0002_views, SQLFile.m0003_roles, SQLFile.m0004_transfer, SQLFile.m0005_notifications,
+        SQLFile.m0006_notification_fixes, SQLFile.m0007_transfer_lookup_order, SQLFile.m0008_transfer_completion_hold,
+    ].map { Migration(name: $0.name, sql: $0.migrationText) })
+
+    /// Key of the advisory lock every `siwa-jobs migrate` takes ("SIWAJOB"), unchanged since the
+    /// first release so old and new binaries serialise too.
+    static let migrationLockKey: Int64 = 0x5157_414A_4F42
+}
+
+extension Migrator {
+    /// Every migration this binary ships: the queue's group, then the job kinds', with the record
+    /// in `siwa.schema_migrations`. What `siwa-jobs migrate`, `doctor` and the worker's preflight use.
+    public init() {
+        self.init(groups: [QueueSchema.migrations, SIWASchema.migrations], schema: QueueSchema.schema,
+                  lockKey: SIWASchema.migrationLockKey)
+    }
+}

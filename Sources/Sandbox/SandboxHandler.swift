@@ -1,0 +1,106 @@
+import MicroHTTP
+
+/// The sandbox's HTTP handler: routes each request, applies faults and latency to the Apple
+/// endpoints, and counts what happened. Runs inline on the server's threads (it only computes);
+/// latency and stalls are `.delay` results, resets `.reset`.
+final class SandboxHandler: Sendable {
+    let model: SandboxModel
+    let apple: AppleEndpoints
+    let admin: AdminEndpoints
+    let plan: FaultPlan
+
+    /// Request body limits, bytes: Apple endpoints (Apple's real limit is unknown) and admin bulk loads.
+    static let appleBodyLimit = 64 * 1024
+    static let adminBodyLimit = 64 * 1024 * 1024
+
+    init(model: SandboxModel, apple: AppleEndpoints, plan: FaultPlan) {
+        self.model = model
+        self.apple = apple
+        self.plan = plan
+        self.admin = AdminEndpoints(model: model, plan: plan, keys: apple.keySet)
+    }
+
+    static func bodyLimit(path: String) -> Int {
+        path.hasPrefix("/__sandbox/") ? adminBodyLimit : appleBodyLimit
+    }
+
+    static func endpointLabel(_ path: String) -> String {
+        switch path {
+        case "/auth/token", "/auth/revoke", "/auth/keys", "/auth/usermigrationinfo": path
+        case _ where path.hasPrefix("/__sandbox/"): "admin"
+        default: "other"
+        }
+    }
+
+    /// Handles one complete request (all of the body received, or `bodyTooLarge`).
+    func respond(to req: HTTPServerRequest) -> HTTPServerResult {
+        var tally = RequestTally(endpoint: Self.endpointLabel(req.path))
+        let isApple = req.path.hasPrefix("/auth/")
+        var decision = FaultDecision(fault: nil, delayMs: 0, retryAfterSeconds: 0)
+        if isApple { decision = plan.decide() }
+        let response: HTTPServerResponse
+        if let fault = decision.fault, fault != .stall {
+            tally.fault = fault.rawValue
+            if fault == .reset {
+                model.counters.withLock { $0.apply(tally) }
+                return .reset
+            }
+            response = FaultResponses.response(for: fault, retryAfter: decision.retryAfterSeconds)
+        } else {
+            if decision.fault == .stall { tally.fault = FaultKind.stall.rawValue }
+            response = req.bodyTooLarge ? Self.tooLarge(isApple: isApple) : route(req, tally: &tally)
+        }
+        tally.status = response.status
+        tally.errorCode = response.errorCode
+        model.counters.withLock { $0.apply(tally) }
+        guard decision.delayMs > 0 else { return .answer(response) }
+        return .delay(.microseconds(Int64((decision.delayMs * 1000).rounded())), response)
+    }
+
+    private static func tooLarge(isApple: Bool) -> HTTPServerResponse {
+        isApple ? .appleError("invalid_request", reason: "body_too_large", status: 413)
+            : .adminError("body: larger than \(adminBodyLimit) bytes", status: 413)
+    }
+
+    private func route(_ req: HTTPServerRequest, tally: inout RequestTally) -> HTTPServerResponse {
+        let now = model.now
+        switch req.path {
+        case "/auth/token":
+            return req.method == "POST" ? apple.token(req, now: now, tally: &tally) : .methodNotAllowed("POST")
+        case "/auth/revoke":
+            return req.method == "POST" ? apple.revoke(req, now: now, tally: &tally) : .methodNotAllowed("POST")
+        case "/auth/usermigrationinfo":
+            return req.method == "POST" ? apple.userMigrationInfo(req, now: now, tally: &tally) : .methodNotAllowed("POST")
+        case "/auth/keys":
+            return req.method == "GET" ? apple.keys() : .methodNotAllowed("GET")
+        case _ where req.path.hasPrefix("/__sandbox/"):
+            return admin.handle(req)
+        default:
+            return .notFound()
+        }
+    }
+}
+
+/// Bodies for injected faults.
+enum FaultResponses {
+    static let htmlBody = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+        + "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>Apple</center>\r\n</body>\r\n</html>\r\n"
+    static let truncatedBody = "{\"access_token\":\"a7c1e0b2f4d5.0.sbx.9f1c\",\"token_type\":\"Bea"
+
+    static func response(for kind: FaultKind, retryAfter: Int) -> HTTPServerResponse {
+        switch kind {
+        case .tooManyRequests:
+            var r = HTTPServerResponse.plain("Too Many Requests\n", status: 429)
+            r.headers.append(HTTPHeader("Retry-After", String(retryAfter)))
+            return r
+        case .serverError: return .plain("Internal Server Error\n", status: 500)
+        case .serviceUnavailable: return .plain("Service Unavailable\n", status: 503)
+        case .html:
+            return HTTPServerResponse(status: 502, body: Array(htmlBody.utf8), contentType: "text/html")
+        case .truncated:
+            return .appleJSON(truncatedBody)
+        case .invalidClient: return .appleError("invalid_client", reason: "scripted_fault")
+        case .reset, .stall, .pass: return .plain("Internal Server Error\n", status: 500)
+        }
+    }
+}
