@@ -6,18 +6,8 @@ extension Enqueuer {
     /// Throws `EnqueueError` when such a job is already running or paused for that client.
     public func enqueueRevocationSweep(teamID: String, clientID: String, createdBy: String,
                                        maxAttempts: Int = 5) async throws -> EnqueuedJob {
-        let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
-        let uniqueKey = "revocation-sweep:\(teamID):\(clientID)"
-        return try await plan(kind: RevocationSweepHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
-            """
-            INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
-            SELECT \(jobID), a.id, \(maxAttempts)
-            FROM siwa.accounts a
-            WHERE a.team_id = \(teamID) AND a.client_id = \(clientID)
-              AND a.refresh_token_ciphertext IS NOT NULL
-              AND (a.deleted_at IS NOT NULL OR a.consent_revoked_at IS NOT NULL)
-            ORDER BY a.id
-            """
-        }
+        try await planClientAccounts(kind: RevocationSweepHandler.kind, teamID: teamID, clientID: clientID,
+                                     createdBy: createdBy, maxAttempts: maxAttempts,
+                                     accounts: "a.deleted_at IS NOT NULL OR a.consent_revoked_at IS NOT NULL")
     }
 }

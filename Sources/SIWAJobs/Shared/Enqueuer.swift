@@ -66,6 +66,26 @@ public struct Enqueuer: Sendable {
         }
     }
 
+    /// Plans a client job of `kind` (spec `ClientJobSpec`, at most one active per team and client):
+    /// one item per account of `teamID`/`clientID` that still holds a refresh token and matches
+    /// `accounts`, a predicate on `siwa.accounts a`, in account id order.
+    /// - Throws: `EnqueueError` when such a job is already running or paused for that client.
+    func planClientAccounts(kind: String, teamID: String, clientID: String, createdBy: String, maxAttempts: Int,
+                            accounts: SQL) async throws -> EnqueuedJob {
+        let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
+        return try await plan(kind: kind, spec: spec, uniqueKey: "\(kind):\(teamID):\(clientID)", createdBy: createdBy) { jobID in
+            """
+            INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
+            SELECT \(jobID), a.id, \(maxAttempts)
+            FROM siwa.accounts a
+            WHERE a.team_id = \(teamID) AND a.client_id = \(clientID)
+              AND a.refresh_token_ciphertext IS NOT NULL
+              AND (\(accounts))
+            ORDER BY a.id
+            """
+        }
+    }
+
     private func activeJob(uniqueKey: String?) async throws -> Int64? {
         guard let uniqueKey else { return nil }
         let rows = try await pool.withConnection { conn in
