@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Clocks", "AppleID", "Queue"], swiftSettings: strict),
 
         .testTarget(name: "CommandsTests", dependencies: ["Commands"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "SIWACrypto", "Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["siwa-jobs", "Commands", "Clocks", "SIWAJobs", "Queue", "AppleID", "Sandbox", "SIWACore", "SIWACrypto", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PostgresTests", dependencies: ["TestSupport", "Postgres"], swiftSettings: strict),
         .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres", "Clocks", "Lifecycle"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),
@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "MicroHTTP", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["TestSupport", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "EmbeddedSQL"],
+            dependencies: ["TestSupport", "Clocks", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "EmbeddedSQL"],
             swiftSettings: strict
         ),
     ]

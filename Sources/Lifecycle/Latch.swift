@@ -33,17 +33,14 @@ public final class Latch: Sendable {
             s.nextID += 1
             return s.nextID
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let goOn: Bool = state.withLock { s in
-                    if s.isOpen || Task.isCancelled { return true }
-                    s.waiters[id] = continuation
-                    return false
-                }
-                if goOn { continuation.resume() }
+        await waitCancellably { continuation in
+            state.withLock { s in
+                if s.isOpen || Task.isCancelled { return true }
+                s.waiters[id] = continuation
+                return false
             }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        } unpark: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }
         }
     }
 }

@@ -79,11 +79,11 @@ public final class HTTPServer: Service {
         guard let r = running.withLock({ $0 }) else { return }
         r.core.beginStopping()
         let grace = configuration.gracePeriod
-        if grace > .zero { await Self.untilIdle(r.core, atMost: grace, on: configuration.clock) }
+        if grace > .zero { await configuration.clock.sleep(for: grace, unless: r.core.untilIdle) }
         r.core.resumeAll()
         // Let the answers just released be written out: real time (this waits on sockets), in a
         // fresh task so that it also happens when the caller was cancelled.
-        await Task { await Self.untilIdle(r.core, atMost: .milliseconds(50), on: SystemClock()) }.value
+        await Task { await SystemClock().sleep(for: .milliseconds(50), unless: r.core.untilIdle) }.value
         shutDown()
     }
 
@@ -119,16 +119,6 @@ public final class HTTPServer: Service {
         MHD_stop_daemon(r.daemon.pointer)
         // The core was passed to libmicrohttpd unretained; keep it alive until the daemon is gone.
         withExtendedLifetime(r.core) {}
-    }
-
-    /// Returns when `core` has nothing in flight, after `limit` on `clock`, or on cancellation.
-    private static func untilIdle(_ core: HTTPServerCore, atMost limit: Duration, on clock: any WallClock) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await core.untilIdle() }
-            group.addTask { try? await clock.sleep(for: limit) }
-            await group.next()
-            group.cancelAll()
-        }
     }
 }
 

@@ -25,6 +25,12 @@ public struct PostgresNotification: Sendable, Equatable {
 /// jittered exponential backoff (0.1 s doubling, capped at 5 s) and re-issues LISTEN. Every time
 /// LISTEN is established (the first time too) it yields a synthetic notification with channel "".
 /// The stream buffers at most the newest 4096 notifications if the consumer falls behind.
+///
+/// Time: this type reads no wall clock and takes no `WallClock`. Its waits are on its own OS
+/// thread (libpq's calls block), on real sockets (`poll()`), and against a real server: the
+/// reconnect backoff is a monotonic-time wait on a semaphore that `stop()` signals, so a stop
+/// ends it at once. An injected clock could not drive them (its `sleep` is async, and the socket
+/// wait is not the clock's), and no decision here depends on the time of day.
 public final class PostgresListener: Sendable {
     private let configuration: PostgresConfiguration
     private let channels: [String]
@@ -40,7 +46,7 @@ public final class PostgresListener: Sendable {
     }
 
     deinit {
-        control.stopRequested.store(true, ordering: .releasing)
+        control.requestStop()
     }
 
     /// The notification stream; the first call starts the listening thread, later calls return
@@ -51,7 +57,7 @@ public final class PostgresListener: Sendable {
             let (stream, continuation) = AsyncStream.makeStream(
                 of: PostgresNotification.self, bufferingPolicy: .bufferingNewest(4096))
             let control = self.control
-            continuation.onTermination = { _ in control.stopRequested.store(true, ordering: .releasing) }
+            continuation.onTermination = { _ in control.requestStop() }
             let loop = ListenerLoop(configuration: configuration, channels: channels, control: control,
                                     continuation: continuation)
             let thread = Thread { loop.run() }
@@ -64,14 +70,28 @@ public final class PostgresListener: Sendable {
 
     /// Stops listening: closes the connection and finishes the stream within about 250 ms.
     public func stop() {
-        control.stopRequested.store(true, ordering: .releasing)
+        control.requestStop()
     }
 }
 
+/// The stop flag shared by a listener and its thread, and the wake-up that cuts a backoff short.
 final class ListenerControl: Sendable {
-    let stopRequested = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+    /// Signalled by `requestStop()`; the backoff waits on it with a timeout.
+    private let stopped = DispatchSemaphore(value: 0)
 
     var shouldStop: Bool { stopRequested.load(ordering: .acquiring) }
+
+    func requestStop() {
+        stopRequested.store(true, ordering: .releasing)
+        stopped.signal()
+    }
+
+    /// Blocks the calling thread for `seconds` (monotonic time), or until a stop is requested.
+    func pause(seconds: Double) {
+        guard !shouldStop else { return }
+        _ = stopped.wait(timeout: .now() + .nanoseconds(Int(seconds * 1_000_000_000)))
+    }
 }
 
 /// The blocking loop that runs on the listener's thread.
@@ -132,14 +152,10 @@ private struct ListenerLoop: Sendable {
         }
     }
 
-    /// Sleeps for a jittered exponential backoff (0.1 s doubling, capped at 5 s), waking early
+    /// Sleeps for a jittered exponential backoff (0.1 s doubling, capped at 5 s), waking at once
     /// if stop is requested.
     private func sleepBackoff(_ failures: Int) {
         let ceiling = min(5.0, 0.1 * pow(2.0, Double(min(failures - 1, 10))))
-        let delay = ceiling / 2 + Double.random(in: 0...(ceiling / 2))
-        let deadline = Date().addingTimeInterval(delay)
-        while !control.shouldStop, Date() < deadline {
-            Thread.sleep(forTimeInterval: min(0.05, max(0, deadline.timeIntervalSinceNow)))
-        }
+        control.pause(seconds: ceiling / 2 + Double.random(in: 0...(ceiling / 2)))
     }
 }

@@ -1,3 +1,4 @@
+import Lifecycle
 import Synchronization
 
 /// A level-triggered wake-up signal for one waiting task: `signal()` from any thread wakes the

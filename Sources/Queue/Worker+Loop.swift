@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 
 extension Worker {
@@ -50,7 +51,7 @@ extension Worker {
             var stopLogged = false
             // The grace watcher: once a stop is requested, in-flight items get the grace period,
             // then the group is cancelled. It ends at once when the loop cancels the group.
-            // A cancelled `run()` fires the abort signal, which ends the grace period at once.
+            // A cancelled `run()` opens the abort latch, which ends the grace period at once.
             let grace = configuration.shutdownGrace
             group.addTask { [stopSignal, abortSignal, clock] in
                 await stopSignal.wait()

@@ -21,9 +21,10 @@ public final class Worker: Service {
     let wakeup = Wakeup()
     let inFlight = InFlightSet()
     let flusher: Flusher
-    let stopSignal = StopSignal()
-    /// Fired when `run()`'s task is cancelled: the grace period ends at once.
-    let abortSignal = StopSignal()
+    /// Opened by `shutdownGracefully()`: no more claims; the grace period starts.
+    let stopSignal = Latch()
+    /// Opened when `run()`'s task is cancelled: the grace period ends at once.
+    let abortSignal = Latch()
     /// Jobs this worker paused, with when the pause was committed (`distantFuture` until then).
     let pausedJobs = Mutex<[Int64: Date]>([:])
     let jobCache = Mutex<[Int64: JobRecord]>([:])
@@ -59,11 +60,11 @@ public final class Worker: Service {
     /// Graceful stop (SIGTERM/SIGINT): stop claiming, let in-flight items finish within the grace
     /// period, then cancel and release the rest. Safe from any thread; a second call is harmless.
     public func shutdownGracefully() {
-        if !stopSignal.isFired {
+        if !stopSignal.isOpen {
             logger.info("stop requested: no more claims; in-flight items get the grace period", [
                 "grace_s": "\(configuration.shutdownGrace.seconds)"])
         }
-        stopSignal.fire()
+        stopSignal.open()
         wakeup.signal()
     }
 
@@ -82,7 +83,7 @@ public final class Worker: Service {
             await work.value
         } onCancel: {
             self.shutdownGracefully()
-            self.abortSignal.fire()
+            self.abortSignal.open()
         }
         report.withLock { $0 = result }
     }
@@ -113,7 +114,7 @@ public final class Worker: Service {
         return report
     }
 
-    var isStopping: Bool { stopSignal.isFired }
+    var isStopping: Bool { stopSignal.isOpen }
 
     func isPaused(_ jobID: Int64) -> Bool { pausedJobs.withLock { $0[jobID] != nil } }
 

@@ -89,7 +89,7 @@ enum Enqueue {
                     _ plan: @escaping @Sendable (Enqueuer, String) async throws -> EnqueuedJob?) async throws -> ExitCode {
         let who = arguments[CommonOptions.createdBy] ?? context.configuration.operatorName
         let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
-        let result = await Result(catching: { try await plan(Enqueuer(pool: pool), who) })
+        let result = await Result(catching: { try await plan(Enqueuer(pool: pool, clock: context.clock), who) })
         await pool.close()
         guard let job = try result.get() else {
             say(nothing)

@@ -33,7 +33,7 @@ enum NotificationsServeCommand: Command {
         let bindPort = try arguments.required(port)
         let timeout = arguments[databaseTimeout].seconds
         let settings = context.configuration
-        let logger = settings.logger("notifications")
+        let logger = settings.logger("notifications", clock: context.clock)
         // The receiver's connections carry a session statement_timeout, so the planner has its own pool.
         let pool = PostgresPool(configuration: settings.postgres, size: arguments[poolSize])
         let planningPool = PostgresPool(configuration: settings.postgres, size: 1)
@@ -41,7 +41,7 @@ enum NotificationsServeCommand: Command {
             await pool.close()
             await planningPool.close()
         }
-        let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool), logger: logger)
+        let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool, clock: context.clock), logger: logger)
         let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool, timeoutSeconds: timeout), logger: logger,
                                             path: arguments[path], onStored: planner.signal)
         let server = receiver.server(host: arguments[host], port: UInt16(bindPort), threads: arguments[threads],

@@ -50,7 +50,7 @@ enum SandboxCommand: Command {
     static var checksLogging: Bool { false }
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        let server = SandboxServer(configuration: try configuration(arguments))
+        let server = SandboxServer(configuration: try configuration(arguments), model: SandboxModel(clock: context.clock))
         do { try server.start() } catch { throw ServiceUnavailable(what: "sandbox", error: error) }
         say("sandbox listening on \(server.baseURL)")
         _ = try await ServiceGroup(services: [server], configuration: .init(clock: context.clock)).run()

@@ -21,7 +21,7 @@ enum Transfer {
     }
 
     static func withEnqueuer<T: Sendable>(_ context: CommandContext, _ body: (Enqueuer) async throws -> T) async throws -> T {
-        try await withPool(context) { pool in try await body(Enqueuer(pool: pool)) }
+        try await withPool(context) { pool in try await body(Enqueuer(pool: pool, clock: context.clock)) }
     }
 
     /// `with N items`, `with N canary items; ...`, or why there are none.

@@ -28,7 +28,7 @@ enum TransferExportCommand: Command {
                 clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
                 target: try arguments.required(target), transferDate: try arguments.required(Transfer.transferDate),
                 canary: canarySize, retryFailed: arguments[retryFailed], maxAttempts: arguments[maxAttempts],
-                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName, now: context.clock.now)
+                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
         }
         say("enqueued job \(job.jobID) (transfer-export) \(Transfer.planned(job.items, canary: canarySize, what: "accounts"))")
         return .success
@@ -76,11 +76,11 @@ enum TransferImportCSVCommand: Command {
         let settings = context.configuration
         let path = try arguments.required(file)
         let report = try await Transfer.withPool(context) { pool in
-            try await TransferCSVLoader(pool: pool).load(
+            try await TransferCSVLoader(pool: pool, clock: context.clock).load(
                 path: path, teamID: try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id"),
                 clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
                 sourceTeamID: arguments[sourceTeamID], transferDate: try arguments.required(Transfer.transferDate),
-                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName, now: context.clock.now)
+                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
         }
         report.notes.forEach { say("note: \($0)") }
         guard let id = report.importID else {
@@ -115,7 +115,7 @@ enum TransferImportCommand: Command {
             try await enqueuer.enqueueTransferImport(
                 importID: id, canary: canary, retryFailed: arguments[TransferExportCommand.retryFailed],
                 maxAttempts: arguments[TransferExportCommand.maxAttempts],
-                createdBy: arguments[CommonOptions.createdBy] ?? context.configuration.operatorName, now: context.clock.now)
+                createdBy: arguments[CommonOptions.createdBy] ?? context.configuration.operatorName)
         }
         say("enqueued job \(job.jobID) (transfer-import) \(Transfer.planned(job.items, canary: canary, what: "rows"))")
         return .success

@@ -7,7 +7,7 @@ import SIWAJobs
 
 /// The one wiring point of a `work` process: it builds ONE HTTP transport, ONE Apple client
 /// registry (every team of `SIWA_TEAMS_FILE` plus the single team) and ONE PostgreSQL pool, and
-/// hands them to every job kind.
+/// hands them to every job kind, with the process's one clock.
 struct WorkerWiring {
     let pool: PostgresPool
     let transport: CurlTransport
@@ -26,17 +26,17 @@ struct WorkerWiring {
         do {
             try await SchemaPreflight.check(pool: pool, clock: clock)
             let transport = CurlTransport()
-            let registry = try configuration.appleClientRegistry(transport: transport)
+            let registry = try configuration.appleClientRegistry(transport: transport, clock: clock)
             var handlers: [any JobHandler] = [NoopHandler()]
             if configuration.hasSingleTeamCredentials {
-                handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry)
+                handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry, clock: clock)
             } else {
                 logger.warning("refresh-validation disabled: no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)")
             }
-            let tokens = MigrationTokens()
+            let tokens = MigrationTokens(clock: clock)
             handlers += [
-                TransferExportHandler(pool: pool, registry: registry, tokens: tokens),
-                TransferImportHandler(pool: pool, registry: registry, tokens: tokens),
+                TransferExportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
+                TransferImportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
             ]
             return WorkerWiring(pool: pool, transport: transport, registry: registry, handlers: handlers)
         } catch {
@@ -49,7 +49,7 @@ struct WorkerWiring {
     /// Notifications are verified against `GET {SIWA_APPLE_BASE_URL}/auth/keys`, for `aud` =
     /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`.
     private static func singleTeamHandlers(configuration: SIWAConfiguration, pool: PostgresPool,
-                                           registry: AppleClientRegistry) throws -> [any JobHandler] {
+                                           registry: AppleClientRegistry, clock: any WallClock) throws -> [any JobHandler] {
         let credentials = try configuration.credentials()
         let keyring = try configuration.keyring()
         guard let client = registry.client(teamID: credentials.teamID, clientID: credentials.clientID) else {
@@ -58,8 +58,9 @@ struct WorkerWiring {
         let refetch = try configuration.jwksRefetchInterval()
         let verifier: JWTVerifier
         do {
-            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch)
-            verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID))
+            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch, clock: clock)
+            verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID),
+                                       clock: clock)
         } catch {
             throw ConfigurationError("\(error)", setting: "SIWA_CLIENT_ID / SIWA_NOTIFICATION_CLIENT_IDS")
         }

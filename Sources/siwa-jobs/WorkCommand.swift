@@ -45,7 +45,7 @@ enum WorkCommand: Command {
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let configuration = try workerConfiguration(arguments)
-        let logger = context.configuration.logger("worker")
+        let logger = context.configuration.logger("worker", clock: context.clock)
         let wiring = try await WorkerWiring.make(configuration: context.configuration, poolSize: arguments[poolSize],
                                                  logger: logger, clock: context.clock)
         let handlers: [any JobHandler]

@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Foundation
 import SIWACore
 import SIWACrypto
@@ -59,7 +60,7 @@ import Testing
             == "SIWA_LOG_LEVEL 'loud' is not one of debug, info, warning, error")
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_LOG_FORMAT": "xml"]).validateLogging() }
             == "SIWA_LOG_FORMAT 'xml' is not json or text")
-        #expect(SIWAConfiguration(environment: ["SIWA_LOG_LEVEL": "error"]).logger("t").minimum == .error)
+        #expect(SIWAConfiguration(environment: ["SIWA_LOG_LEVEL": "error"]).logger("t", clock: SystemClock()).minimum == .error)
     }
 
     @Test func tokenKeys() throws {
@@ -128,10 +129,10 @@ import Testing
         env["SIWA_CLIENT_ID"] = "com.example.ios"
         #expect(try SIWAConfiguration(environment: env).allCredentials().count == 4)
         let registry = try SIWAConfiguration(environment: env.merging(["SIWA_APPLE_BASE_URL": "http://127.0.0.1:9"]) { $1 })
-            .appleClientRegistry(transport: ScriptedNothing())
+            .appleClientRegistry(transport: ScriptedNothing(), clock: SystemClock())
         #expect(registry.client(teamID: "BBBBB22222", clientID: "com.example.web") != nil)
         #expect(registry.client(teamID: "AAAAA11111", clientID: "com.example.ios") != nil)
-        #expect(try SIWAConfiguration(environment: [:]).appleClientRegistry(transport: ScriptedNothing()).isEmpty)
+        #expect(try SIWAConfiguration(environment: [:]).appleClientRegistry(transport: ScriptedNothing(), clock: SystemClock()).isEmpty)
     }
 
     @Test func teamsFileErrorsNameTheEntryAndField() throws {

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -66,7 +67,7 @@ import TestSupport
         let world = try await SIWAWorld.create()
         let receiver = NotificationReceiver(inbox: NotificationInbox(pool: world.database.pool),
                                             logger: Logger(label: "receiver", minimum: .error), path: "/apple")
-        let server = receiver.server(host: "127.0.0.1", port: 0, threads: 1)
+        let server = receiver.server(host: "127.0.0.1", port: 0, threads: 1, clock: SystemClock())
         let port = try server.start()
         let running = Task { try await server.run() }
         let payload = try world.sandbox.signNotifications([

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -13,7 +14,7 @@ import Testing
 
     @Test func kindColumnsAndEffectStepsLandWithTheCompletion() async throws {
         let db = try await TestDatabase.create()
-        _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 3, createdBy: "test")
+        _ = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 3, createdBy: "test")
         try await db.pool.execute("CREATE TABLE siwa.test_notes (item_id bigint, note text, state text)")
         try await db.pool.execute("CREATE TABLE siwa.test_note_counts (n bigint)")
         let writes = KindWrites(resultColumns: [ResultColumn("apple_error")], effect: CompletionEffect([

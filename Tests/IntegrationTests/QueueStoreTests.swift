@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -7,7 +8,7 @@ import Testing
 @Suite struct QueueStoreTests {
     @Test func expiredLeaseIsRescuedAndLateCompletionIsRefused() async throws {
         let db = try await TestDatabase.create()
-        let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 10, createdBy: "test")
+        let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 10, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
         let claimed = try await store.claim(owner: "dead-worker", kinds: ["noop"], limit: 100, lease: .seconds(3))
         #expect(claimed.count == 10)
@@ -27,7 +28,7 @@ import Testing
 
     @Test func lastAttemptLeaseExpiryDiscardsWithOneResult() async throws {
         let db = try await TestDatabase.create()
-        _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 2, createdBy: "test")
+        _ = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 2, createdBy: "test")
         try await db.pool.withConnection { conn in try await conn.execute("UPDATE siwa.job_items SET max_attempts = 1") }
         let store = PostgresJobStore(pool: db.pool)
         _ = try await store.claim(owner: "dead", kinds: ["noop"], limit: 10, lease: .seconds(1))
@@ -40,7 +41,7 @@ import Testing
 
     @Test func retryIsScheduledNoEarlierThanItsDelay() async throws {
         let db = try await TestDatabase.create()
-        _ = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
+        _ = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 1, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
         let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 10, lease: .seconds(30))
         let before: Date = try await db.scalar("SELECT now()")
@@ -57,7 +58,7 @@ import Testing
 
     @Test func aSecondResultForAnItemIsImpossible() async throws {
         let db = try await TestDatabase.create()
-        let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 1, createdBy: "test")
+        let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 1, createdBy: "test")
         let store = PostgresJobStore(pool: db.pool)
         let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 1, lease: .seconds(30))
         _ = try await store.complete([Completion(item: claimed[0], kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok))],

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Sandbox
@@ -13,7 +14,7 @@ import Testing
             try await conn.execute("UPDATE siwa.accounts SET deleted_at = now()")
         }
         #expect(marked == 10_000)
-        let job = try await Enqueuer(pool: world.database.pool).enqueueRevocationSweep(
+        let job = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
             teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
         #expect(job.items == 10_000)
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "64"], environment: world.environment)
@@ -40,7 +41,7 @@ import Testing
             """)
         #expect(outcomes == 10_000 && audits == 10_000)
         // Nothing left to sweep: a second plan is empty.
-        let again = try await Enqueuer(pool: world.database.pool).enqueueRevocationSweep(
+        let again = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
             teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
         #expect(again.items == 0)
 
@@ -66,7 +67,7 @@ import Testing
         try await world.database.pool.withConnection { conn in
             try await conn.execute("UPDATE siwa.accounts SET consent_revoked_at = now() WHERE id % 3 = 0")
         }
-        let job = try await Enqueuer(pool: world.database.pool).enqueueRevocationSweep(
+        let job = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
             teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
         #expect(job.items == 100)
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "4"], environment: world.environment)

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Testing
@@ -7,7 +8,7 @@ import Testing
 @Suite(.serialized) struct WorkerProcessTests {
     @Test func twoWorkerProcessesGiveEveryItemExactlyOneResult() async throws {
         let db = try await TestDatabase.create()
-        let job = try await Enqueuer(pool: db.pool).enqueueNoop(items: 50_000, createdBy: "test")
+        let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 50_000, createdBy: "test")
         let args = ["work", "--drain", "--kinds", "noop", "--concurrency", "512", "--claim-batch", "500"]
         let a = try BinaryProcess(args, environment: db.environment)
         let b = try BinaryProcess(args, environment: db.environment)

@@ -59,10 +59,10 @@ public enum TokenVerification {
     /// - Throws: `Failure` when nothing could be verified.
     public static func run(token: String, jwks: any JWKSProvider, clientIDs: [String], at: Date?,
                            expectedNonce: String?, clock: any WallClock = SystemClock()) async throws(Failure) -> Outcome {
-        let cache = JWKSCache(provider: jwks)
+        let cache = JWKSCache(provider: jwks, clock: clock)
         let verifier: JWTVerifier
         do {
-            verifier = try JWTVerifier(keys: cache, clientIDs: clientIDs)
+            verifier = try JWTVerifier(keys: cache, clientIDs: clientIDs, clock: clock)
         } catch {
             throw Failure(.noClientID, "\(error)")
         }

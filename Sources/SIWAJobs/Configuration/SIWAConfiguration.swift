@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -104,7 +105,8 @@ public struct SIWAConfiguration: Sendable {
 
     /// A logger with the configured level (default info) and format (default: JSON lines unless
     /// stderr is a terminal). Unknown values fall back to the defaults; `validateLogging()` names them.
-    public func logger(_ label: String) -> Logger {
+    /// - Parameter clock: the time stamped on each line.
+    public func logger(_ label: String, clock: any WallClock) -> Logger {
         let level: Logger.Level = switch value("SIWA_LOG_LEVEL")?.lowercased() {
         case "debug": .debug
         case "warning", "warn": .warning
@@ -116,7 +118,7 @@ public struct SIWAConfiguration: Sendable {
         case "text": false
         default: nil
         }
-        return Logger(label: label, minimum: level, json: json)
+        return Logger(label: label, minimum: level, json: json, clock: clock)
     }
 
     /// `SIWA_JWKS_REFETCH_SECONDS`: least time between two JWKS fetches (default 60 s, 0...3600 s).

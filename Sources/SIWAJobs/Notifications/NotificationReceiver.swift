@@ -55,7 +55,7 @@ public struct NotificationReceiver: Sendable {
     ///   - port: TCP port; 0 lets the kernel pick (read it from `start()` or `port`).
     ///   - threads: libmicrohttpd threads.
     ///   - clock: times the grace period.
-    public func server(host: String, port: UInt16, threads: Int = 2, clock: any WallClock = SystemClock()) -> HTTPServer {
+    public func server(host: String, port: UInt16, threads: Int = 2, clock: any WallClock) -> HTTPServer {
         let configuration = HTTPServer.Configuration(
             host: host, port: port, threads: threads, connectionLimit: Self.connectionLimit, idleTimeout: Self.idleTimeout,
             listenBacklog: Self.listenBacklog, bodyLimit: Self.bodyLimit, gracePeriod: Self.gracePeriod, clock: clock)

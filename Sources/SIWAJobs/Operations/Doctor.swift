@@ -14,8 +14,9 @@ public struct Doctor: Sendable {
     let configuration: SIWAConfiguration
     let clock: any WallClock
 
-    /// - Parameter clock: the local clock compared with the database's (default the system clock).
-    public init(configuration: SIWAConfiguration, clock: any WallClock = SystemClock()) {
+    /// - Parameter clock: the local clock compared with the database's, and the time client
+    ///   secrets are minted at.
+    public init(configuration: SIWAConfiguration, clock: any WallClock) {
         self.configuration = configuration
         self.clock = clock
     }

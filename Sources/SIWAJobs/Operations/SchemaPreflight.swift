@@ -10,7 +10,8 @@ public enum SchemaPreflight {
     /// - Throws: `DatabaseError` when the database stays unreachable (or refuses us);
     ///   `ConfigurationError` when migrations are pending (`run 'siwa-jobs migrate'`) or an
     ///   applied one differs from this binary's.
-    public static func check(pool: PostgresPool, clock: any WallClock = SystemClock()) async throws {
+    /// - Parameter clock: times the waits between attempts.
+    public static func check(pool: PostgresPool, clock: any WallClock) async throws {
         var attempt = 0
         var status: Migrator.Status
         while true {

@@ -1,3 +1,4 @@
+import Clocks
 import Postgres
 
 /// A job that was planned: its id and how many items it got.
@@ -14,45 +15,22 @@ public struct EnqueueError: Error, CustomStringConvertible, Sendable {
 
 /// Creates jobs and plans their items with set-based SQL, in one transaction, then sends one
 /// NOTIFY on channel `siwa_jobs` so idle workers wake at once.
+///
+/// This file holds the machinery every kind shares (`plan`, the active-job lookup); each kind's
+/// planner is an extension in its own folder (`Enqueuer+RefreshValidation`, `+RevocationSweep`,
+/// `+Transfer`, `+Notifications`, `+Noop`).
 public struct Enqueuer: Sendable {
     public static let channel = "siwa_jobs"
     let pool: PostgresPool
+    /// The time planners judge by (the transfer window's day); SQL timestamps use the server's `now()`.
+    let clock: any WallClock
 
-    public init(pool: PostgresPool) {
+    /// - Parameters:
+    ///   - pool: where jobs are created; each plan takes one connection for its transaction.
+    ///   - clock: the time the transfer planners check the 60-day window against.
+    public init(pool: PostgresPool, clock: any WallClock) {
         self.pool = pool
-    }
-
-    /// Plans refresh-token validation for accounts of one team and client whose token was not
-    /// checked in the last 24 hours (Apple allows validation at most once a day), that still hold a
-    /// token not already known invalid, and that are neither deleted nor revoked.
-    /// Throws `EnqueueError` when such a job is already running or paused for that client.
-    public func enqueueRefreshValidation(teamID: String, clientID: String, createdBy: String,
-                                         maxAttempts: Int = 5) async throws -> EnqueuedJob {
-        let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
-        let uniqueKey = "refresh-validation:\(teamID):\(clientID)"
-        return try await plan(kind: RefreshValidationHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
-            """
-            INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
-            SELECT \(jobID), a.id, \(maxAttempts)
-            FROM siwa.accounts a
-            WHERE a.team_id = \(teamID) AND a.client_id = \(clientID)
-              AND a.refresh_token_ciphertext IS NOT NULL
-              AND a.deleted_at IS NULL AND a.consent_revoked_at IS NULL
-              AND a.token_status NOT IN ('invalid', 'revoked')
-              AND (a.token_checked_at IS NULL OR a.token_checked_at < now() - interval '24 hours')
-            ORDER BY a.id
-            """
-        }
-    }
-
-    /// Plans `items` no-op items (queue benchmark).
-    public func enqueueNoop(items: Int, createdBy: String) async throws -> EnqueuedJob {
-        try await plan(kind: NoopHandler.kind, spec: EmptyJobSpec(), uniqueKey: nil, createdBy: createdBy) { jobID in
-            """
-            INSERT INTO siwa.job_items (job_id, payload, max_attempts)
-            SELECT \(jobID), jsonb_build_object('n', g), 3 FROM generate_series(1, \(items)) g
-            """
-        }
+        self.clock = clock
     }
 
     /// Creates a job of `kind` with `spec` (stored as its JSON), plans its items with `items`, and
@@ -85,6 +63,26 @@ public struct Enqueuer: Sendable {
             let active = try await activeJob(uniqueKey: uniqueKey)
             throw EnqueueError(message: "a \(kind) job for this client is already active (job \(active.map(String.init) ?? "?")); "
                 + "let it finish, or resume or cancel it first")
+        }
+    }
+
+    /// Plans a client job of `kind` (spec `ClientJobSpec`, at most one active per team and client):
+    /// one item per account of `teamID`/`clientID` that still holds a refresh token and matches
+    /// `accounts`, a predicate on `siwa.accounts a`, in account id order.
+    /// - Throws: `EnqueueError` when such a job is already running or paused for that client.
+    func planClientAccounts(kind: String, teamID: String, clientID: String, createdBy: String, maxAttempts: Int,
+                            accounts: SQL) async throws -> EnqueuedJob {
+        let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
+        return try await plan(kind: kind, spec: spec, uniqueKey: "\(kind):\(teamID):\(clientID)", createdBy: createdBy) { jobID in
+            """
+            INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
+            SELECT \(jobID), a.id, \(maxAttempts)
+            FROM siwa.accounts a
+            WHERE a.team_id = \(teamID) AND a.client_id = \(clientID)
+              AND a.refresh_token_ciphertext IS NOT NULL
+              AND (\(accounts))
+            ORDER BY a.id
+            """
         }
     }
 

@@ -14,16 +14,17 @@ extension Enqueuer {
     /// - Parameters:
     ///   - target: the recipient's 10-character Team ID.
     ///   - transferDate: `YYYY-MM-DD`, the day the transfer is (or was) accepted; at most
-    ///     `TransferWindow.maxExportDaysAhead` days ahead.
+    ///     `TransferWindow.maxExportDaysAhead` days ahead of today (UTC) on the enqueuer's clock.
     /// - Throws: `TransferRuleError` (bad team ID or target, own team, closed window, date too far
-    ///   ahead) before anything is
-    ///   written; `EnqueueError` when an export for this client and target is already active.
+    ///   ahead) before anything is written; `EnqueueError` when an export for this client and
+    ///   target is already active.
     public func enqueueTransferExport(teamID: String, clientID: String, target: String, transferDate: String,
                                       canary: Int = defaultCanary, retryFailed: Bool = false, maxAttempts: Int = 5,
-                                      createdBy: String, now: Date = Date()) async throws -> EnqueuedJob {
+                                      createdBy: String) async throws -> EnqueuedJob {
         try TransferTarget.validateTeamID(teamID, field: "team-id")
         try TransferTarget.validate(target, sender: teamID)
         let window = try TransferWindow(day: transferDate)
+        let now = clock.now
         try window.requireOpen(now: now)
         try window.requireNotAhead(maxDaysAhead: TransferWindow.maxExportDaysAhead, purpose: "an export", now: now)
         let canarySize = max(0, canary)
@@ -63,9 +64,9 @@ extension Enqueuer {
     /// Rows whose `transfer_sub` an account of the team and client already holds (the same file
     /// loaded twice) get no item: Apple is never asked again for done work.
     /// - Throws: `EnqueueError` for an unknown import or an active import of it; `TransferRuleError`
-    ///   when the window has closed.
+    ///   when the window has closed (or the date is ahead) on the enqueuer's clock.
     public func enqueueTransferImport(importID: Int64, canary: Int = defaultCanary, retryFailed: Bool = false,
-                                      maxAttempts: Int = 5, createdBy: String, now: Date = Date()) async throws -> EnqueuedJob {
+                                      maxAttempts: Int = 5, createdBy: String) async throws -> EnqueuedJob {
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
                 SELECT team_id, client_id, source_team_id, transfer_date::text AS transfer_date
@@ -78,6 +79,7 @@ extension Enqueuer {
         let teamID: String = try row.decode("team_id"), clientID: String = try row.decode("client_id")
         let source = try row.decode("source_team_id", as: String?.self)
         let window = try TransferWindow(day: try row.decode("transfer_date"))
+        let now = clock.now
         try window.requireOpen(now: now)
         try window.requireNotAhead(maxDaysAhead: TransferWindow.maxImportDaysAhead, purpose: "an import", now: now)
         let canarySize = max(0, canary)

@@ -1,5 +1,6 @@
 import AppleID
 import Clocks
+import Foundation
 import Queue
 import Synchronization
 
@@ -12,8 +13,8 @@ public final class MigrationTokens: Sendable {
 
     /// - Parameters:
     ///   - refreshMargin: re-mint this long before `expires_in` runs out (default 5 minutes).
-    ///   - clock: judges token expiry (default the system clock).
-    public init(refreshMargin: Duration = .seconds(300), clock: any WallClock = SystemClock()) {
+    ///   - clock: judges token expiry.
+    public init(refreshMargin: Duration = .seconds(300), clock: any WallClock) {
         self.refreshMargin = refreshMargin
         self.clock = clock
     }
@@ -65,8 +66,9 @@ enum MigrationCall {
     /// The item outcome for every failure that is not about the user: cancellation releases,
     /// configuration errors and refused grants pause the job with what to check, transient errors
     /// retry. Returns nil for a per-user (permanent) call failure, which the kind records.
+    /// `now` (the handler's clock) gives the days left named in a refused grant's pause reason.
     static func jobLevelOutcome(_ failure: MigrationCallFailure, clientID: String, teamID: String,
-                                window: TransferWindow, discarded: ResultRecord) -> ItemOutcome? {
+                                window: TransferWindow, now: Date, discarded: ResultRecord) -> ItemOutcome? {
         let error: AppleIDError
         switch failure {
         case .mint(let e):
@@ -78,7 +80,7 @@ enum MigrationCall {
         case .grantRefused(let e):
             return .pauseJob(reason: "Apple answered \(e.appleError ?? "invalid_grant") to /auth/usermigrationinfo even with a freshly minted "
                 + "token for team \(teamID), client '\(clientID)': the migration window is likely closed (transfer date "
-                + "\(window.day), \(window.daysLeft()) days left by our clock). If it has closed: transfer the app back to "
+                + "\(window.day), \(window.daysLeft(now: now)) days left by our clock). If it has closed: transfer the app back to "
                 + "the sending team, then transfer it again, and run the export and import again with the new --transfer-date")
         case .call(let e):
             error = e

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 
@@ -27,9 +28,14 @@ public struct TransferImportReport: Sendable {
 /// rolls the transaction back, so a refused file leaves nothing behind.
 public struct TransferCSVLoader: Sendable {
     let pool: PostgresPool
+    let clock: any WallClock
 
-    public init(pool: PostgresPool) {
+    /// - Parameters:
+    ///   - pool: one connection is held for the load's transaction.
+    ///   - clock: the time the 60-day window and the transfer date are checked against.
+    public init(pool: PostgresPool, clock: any WallClock) {
         self.pool = pool
+        self.clock = clock
     }
 
     private struct Refused: Error { let report: TransferImportReport }
@@ -40,16 +46,17 @@ public struct TransferCSVLoader: Sendable {
     ///   - transferDate: `YYYY-MM-DD`.
     /// - Returns: the report; `importID` is nil when the file was refused.
     /// - Throws: `TransferRuleError` for a malformed team ID, a source team equal to the recipient,
-    ///   a closed window or a transfer date in the future (before reading),
+    ///   a closed window or a transfer date in the future on the loader's clock (before reading),
     ///   `DatabaseError` for database failures.
     public func load(path: String, teamID: String, clientID: String, sourceTeamID: String?, transferDate: String,
-                     createdBy: String, now: Date = Date()) async throws -> TransferImportReport {
+                     createdBy: String) async throws -> TransferImportReport {
         try TransferTarget.validateTeamID(teamID, field: "team-id")
         if let sourceTeamID {
             try TransferTarget.validateTeamID(sourceTeamID, field: "source-team-id")
             try TransferTarget.validate(teamID, sender: sourceTeamID)
         }
         let window = try TransferWindow(day: transferDate)
+        let now = clock.now
         try window.requireOpen(now: now)
         try window.requireNotAhead(maxDaysAhead: TransferWindow.maxImportDaysAhead, purpose: "an import", now: now)
         let diagnostics = CSVDiagnostics()

@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -23,11 +24,17 @@ public struct TransferExportHandler: JobHandler {
     let pool: PostgresPool
     let registry: AppleClientRegistry
     let tokens: MigrationTokens
+    let clock: any WallClock
 
-    public init(pool: PostgresPool, registry: AppleClientRegistry, tokens: MigrationTokens) {
+    /// - Parameters:
+    ///   - tokens: the process's shared migration-token providers.
+    ///   - clock: the time the 60-day window is checked against, before any Apple call and in a
+    ///     refused grant's pause reason.
+    public init(pool: PostgresPool, registry: AppleClientRegistry, tokens: MigrationTokens, clock: any WallClock) {
         self.pool = pool
         self.registry = registry
         self.tokens = tokens
+        self.clock = clock
     }
 
     /// Result outcomes (`siwa.results.outcome`).
@@ -81,7 +88,7 @@ public struct TransferExportHandler: JobHandler {
             target = spec.target
             window = try TransferWindow(day: spec.transferDate)
             try TransferTarget.validate(target, sender: teamID)
-            try window.requireOpen()
+            try window.requireOpen(now: clock.now)
         } catch {
             let reason = "transfer export refused before any Apple call: \(error)"
             return items.map { _ in { .pauseJob(reason: reason) } }
@@ -92,7 +99,10 @@ public struct TransferExportHandler: JobHandler {
         let provider = tokens.provider(teamID: teamID, client: client)
         return items.map { item in
             let sub = item.accountID.flatMap { subs[$0] }
-            return { await Self.export(sub: sub, target: target, teamID: teamID, window: window, client: client, provider: provider) }
+            return { [clock] in
+                await Self.export(sub: sub, target: target, teamID: teamID, window: window, client: client, provider: provider,
+                                  clock: clock)
+            }
         }
     }
 
@@ -106,7 +116,7 @@ public struct TransferExportHandler: JobHandler {
     }
 
     static func export(sub: String?, target: String, teamID: String, window: TransferWindow,
-                       client: AppleIDClient, provider: MigrationTokenProvider) async -> ItemOutcome {
+                       client: AppleIDClient, provider: MigrationTokenProvider, clock: any WallClock) async -> ItemOutcome {
         guard let sub else {
             return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "account not found"])), audit: nil, effect: nil)
         }
@@ -121,7 +131,7 @@ public struct TransferExportHandler: JobHandler {
         } catch let failure {
             let discarded = ResultRecord(Outcome.discarded, detail: "{}")
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
-                                                           window: window, discarded: discarded) {
+                                                           window: window, now: clock.now, discarded: discarded) {
                 return outcome
             }
             guard case .call(let error) = failure else { return .released }

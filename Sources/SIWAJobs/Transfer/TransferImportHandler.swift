@@ -1,4 +1,5 @@
 import AppleID
+import Clocks
 import Foundation
 import Postgres
 import Queue
@@ -27,11 +28,17 @@ public struct TransferImportHandler: JobHandler {
     let pool: PostgresPool
     let registry: AppleClientRegistry
     let tokens: MigrationTokens
+    let clock: any WallClock
 
-    public init(pool: PostgresPool, registry: AppleClientRegistry, tokens: MigrationTokens) {
+    /// - Parameters:
+    ///   - tokens: the process's shared migration-token providers.
+    ///   - clock: the time the 60-day window is checked against, before any Apple call and in a
+    ///     refused grant's pause reason.
+    public init(pool: PostgresPool, registry: AppleClientRegistry, tokens: MigrationTokens, clock: any WallClock) {
         self.pool = pool
         self.registry = registry
         self.tokens = tokens
+        self.clock = clock
     }
 
     /// Another account of the team already holds the new sub.
@@ -122,7 +129,7 @@ public struct TransferImportHandler: JobHandler {
             importID = spec.importID
             window = try TransferWindow(day: spec.transferDate)
             source = spec.sourceTeamID
-            try window.requireOpen()
+            try window.requireOpen(now: clock.now)
         } catch {
             let reason = "transfer import refused before any Apple call: \(error)"
             return items.map { _ in { .pauseJob(reason: reason) } }
@@ -135,7 +142,9 @@ public struct TransferImportHandler: JobHandler {
         let provider = tokens.provider(teamID: teamID, client: client)
         return zip(items, lines).map { _, line in
             let row = line.flatMap { rows[$0] }
-            return { await Self.migrate(row: row, teamID: teamID, window: window, client: client, provider: provider) }
+            return { [clock] in
+                await Self.migrate(row: row, teamID: teamID, window: window, client: client, provider: provider, clock: clock)
+            }
         }
     }
 
@@ -171,7 +180,7 @@ public struct TransferImportHandler: JobHandler {
     }
 
     static func migrate(row: Row?, teamID: String, window: TransferWindow, client: AppleIDClient,
-                        provider: MigrationTokenProvider) async -> ItemOutcome {
+                        provider: MigrationTokenProvider, clock: any WallClock) async -> ItemOutcome {
         guard let row else {
             return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "import row not found"])),
                            audit: nil, effect: EffectPayload(Effect(failure: "import row not found")))
@@ -185,7 +194,7 @@ public struct TransferImportHandler: JobHandler {
         } catch let failure {
             let discarded = ResultRecord(Outcome.discarded, detail: jsonObject(["external_user_id": row.externalUserID]))
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
-                                                           window: window, discarded: discarded) {
+                                                           window: window, now: clock.now, discarded: discarded) {
                 return outcome
             }
             guard case .call(let error) = failure else { return .released }

@@ -63,14 +63,16 @@ public struct TransferWindow: Sendable, Equatable {
 
     /// Days left on `now`'s UTC day: 60 on the transfer day, 0 on the last day, negative after.
     /// Before the transfer (exports may run early) it is more than 60.
-    public func daysLeft(now: Date = Date()) -> Int {
+    /// - Parameter now: the current time, from the caller's `WallClock`.
+    public func daysLeft(now: Date) -> Int {
         let today = floor(now.timeIntervalSince1970 / 86_400)
         let start = floor(transferDate.timeIntervalSince1970 / 86_400)
         return Self.days - Int(today - start)
     }
 
-    /// - Throws: `TransferRuleError` once the window has closed, naming the recovery.
-    public func requireOpen(now: Date = Date()) throws(TransferRuleError) {
+    /// - Parameter now: the current time, from the caller's `WallClock`.
+    /// - Throws: `TransferRuleError` once the window has closed (on `now`'s UTC day), naming the recovery.
+    public func requireOpen(now: Date) throws(TransferRuleError) {
         let left = daysLeft(now: now)
         guard left >= 0 else {
             throw TransferRuleError(message: "the 60-day migration window for the transfer of \(day) closed on \(closesOn) "
@@ -88,9 +90,10 @@ public struct TransferWindow: Sendable, Equatable {
     /// a recipient whose local date is ahead of UTC.
     public static let maxImportDaysAhead = 1
 
+    /// - Parameter now: the current time, from the caller's `WallClock`.
     /// - Throws: `TransferRuleError` naming `transfer_date` when it is more than `maxDaysAhead`
     ///   days after `now`'s UTC day.
-    public func requireNotAhead(maxDaysAhead: Int, purpose: String, now: Date = Date()) throws(TransferRuleError) {
+    public func requireNotAhead(maxDaysAhead: Int, purpose: String, now: Date) throws(TransferRuleError) {
         let ahead = daysLeft(now: now) - Self.days
         guard ahead <= maxDaysAhead else {
             throw TransferRuleError(message: "transfer_date \(day) is \(ahead) days in the future: \(purpose) accepts at most "

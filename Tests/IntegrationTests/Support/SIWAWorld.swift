@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import SIWACrypto
@@ -66,7 +67,7 @@ struct SIWAWorld {
     }
 
     func enqueue() async throws -> EnqueuedJob {
-        try await Enqueuer(pool: database.pool).enqueueRefreshValidation(
+        try await Enqueuer(pool: database.pool, clock: SystemClock()).enqueueRefreshValidation(
             teamID: Self.teamID, clientID: Self.clientID, createdBy: "test")
     }
 

@@ -1,0 +1,13 @@
+import Postgres
+
+extension Enqueuer {
+    /// Plans `items` no-op items (queue benchmark).
+    public func enqueueNoop(items: Int, createdBy: String) async throws -> EnqueuedJob {
+        try await plan(kind: NoopHandler.kind, spec: EmptyJobSpec(), uniqueKey: nil, createdBy: createdBy) { jobID in
+            """
+            INSERT INTO siwa.job_items (job_id, payload, max_attempts)
+            SELECT \(jobID), jsonb_build_object('n', g), 3 FROM generate_series(1, \(items)) g
+            """
+        }
+    }
+}
