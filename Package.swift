@@ -64,6 +64,7 @@ let package = Package(
         .testTarget(name: "QueueTests", dependencies: ["TestSupport", "Queue", "Postgres", "Clocks", "Lifecycle"], swiftSettings: strict),
         .testTarget(name: "SIWACryptoTests", dependencies: ["TestSupport", "SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "AppleIDTests", dependencies: ["TestSupport", "AppleID", "SIWACrypto"], swiftSettings: strict),
+        .testTarget(name: "LifecycleTests", dependencies: ["TestSupport", "Lifecycle", "Clocks"], swiftSettings: strict),
         .testTarget(name: "MicroHTTPTests", dependencies: ["TestSupport", "MicroHTTP", "Lifecycle", "Clocks"], swiftSettings: strict),
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "MicroHTTP", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(

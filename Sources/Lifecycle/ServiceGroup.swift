@@ -6,7 +6,8 @@ import Foundation
 ///
 /// - A caught signal (by default SIGTERM and SIGINT) calls `shutdownGracefully()` on every
 ///   service, then starts the grace period; services still running when it ends are cancelled.
-///   A second signal during the grace period cancels at once.
+///   A further signal during the grace period is passed to `onSignal` and otherwise ignored
+///   (in-flight work keeps its grace period), unless `furtherSignals` is `.cancel`.
 /// - A service that returns (a drain that is done) or throws ends the group the same way: the
 ///   others are asked to stop gracefully, then cancelled after the grace period.
 /// - `run()` returns what ended the group, and rethrows the first error a service threw.
@@ -29,14 +30,26 @@ public struct ServiceGroup: Sendable {
         public var clock: any WallClock
         /// Called on every caught signal, before services are told (e.g. to log it). Default none.
         public var onSignal: @Sendable (Int32) -> Void
+        /// What a signal does once a graceful stop is under way. Default `.ignore`.
+        public var furtherSignals: FurtherSignals
 
         public init(signals: [Int32] = [SIGTERM, SIGINT], gracePeriod: Duration = .seconds(30),
-                    clock: any WallClock = SystemClock(), onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+                    clock: any WallClock = SystemClock(), onSignal: @escaping @Sendable (Int32) -> Void = { _ in },
+                    furtherSignals: FurtherSignals = .ignore) {
             self.signals = signals
             self.gracePeriod = gracePeriod
             self.clock = clock
             self.onSignal = onSignal
+            self.furtherSignals = furtherSignals
         }
+    }
+
+    /// A signal that arrives while the group is already stopping gracefully.
+    public enum FurtherSignals: Sendable, Equatable {
+        /// Logged through `onSignal`, otherwise ignored: the grace period runs its course.
+        case ignore
+        /// Cancels every service at once (their cleanup still runs).
+        case cancel
     }
 
     private let services: [any Service]
@@ -110,15 +123,15 @@ public struct ServiceGroup: Sendable {
                 case .signal(let signo):
                     configuration.onSignal(signo)
                     if stopping {
-                        group.cancelAll()   // a second signal: stop now
+                        if configuration.furtherSignals == .cancel { group.cancelAll() }
                     } else {
                         ending = .signalled(signo)
                         beginStop()
-                        if let signals {
-                            group.addTask {
-                                for await signo in signals { return .signal(signo) }
-                                return .signalsEnded
-                            }
+                    }
+                    if let signals, !group.isCancelled {
+                        group.addTask {
+                            for await signo in signals { return .signal(signo) }
+                            return .signalsEnded
                         }
                     }
                 case .graceOver:

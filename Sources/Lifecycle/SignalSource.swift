@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The process's one source of Unix signals, as an `AsyncSequence` of signal numbers.
 ///
@@ -23,7 +24,9 @@ public final class SignalSource: AsyncSequence, Sendable {
         let queue = DispatchQueue(label: "siwa-jobs.signals")
         var sources: [any DispatchSourceSignal] = []
         for signo in signals {
-            signal(signo, SIG_IGN)
+            // Once per process and signal: libdispatch installs its own handler with the first
+            // source for a signal, and setting SIG_IGN again later would silently replace it.
+            if Self.ignored.withLock({ $0.insert(signo).inserted }) { signal(signo, SIG_IGN) }
             let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
             source.setEventHandler { continuation.yield(signo) }
             source.resume()
@@ -31,6 +34,9 @@ public final class SignalSource: AsyncSequence, Sendable {
         }
         self.sources = sources
     }
+
+    /// Signals whose disposition this process has set to `SIG_IGN` already.
+    private static let ignored = Mutex<Set<Int32>>([])
 
     deinit { cancel() }
 

@@ -104,13 +104,6 @@ public final class Worker: Service {
         if let failure = flusher.lastFailure, report.databaseFailure == nil {
             report.databaseFailure = failure
         }
-        logger.info("worker stopped", [
-            "worker.id": configuration.workerID, "succeeded": "\(report.succeeded)", "failed": "\(report.failed)",
-            "discarded": "\(report.discarded)",
-            "retried": "\(report.retried)", "released": "\(report.released)",
-            "paused_jobs": "\(report.pausedJobs.count)", "left_pending": "\(report.leftPending)",
-            "database_failure": "\(report.databaseFailure != nil)", "upstream_failure": "\(report.upstreamFailure != nil)",
-        ])
         return report
     }
 

@@ -76,4 +76,14 @@ public struct WorkerReport: Sendable, Equatable {
     public var upstreamFailure: String?
 
     public init() {}
+
+    /// The report as structured log fields (`worker stopped`), without failure texts.
+    public var logFields: [String: String] {
+        [
+            "succeeded": "\(succeeded)", "failed": "\(failed)", "discarded": "\(discarded)",
+            "retried": "\(retried)", "released": "\(released)", "paused_jobs": "\(pausedJobs.count)",
+            "left_pending": "\(leftPending)", "database_failure": "\(databaseFailure != nil)",
+            "upstream_failure": "\(upstreamFailure != nil)",
+        ]
+    }
 }

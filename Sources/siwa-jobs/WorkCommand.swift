@@ -79,6 +79,9 @@ enum WorkCommand: Command {
         listener.stop()
         await wiring.close()
         guard let report = worker.lastReport else { throw CommandFailure("worker: stopped without a report") }
+        // The closing log line: the worker's counts and the exit status decided here.
+        logger.info("worker stopped", report.logFields.merging([
+            "worker.id": configuration.workerID, "exit_code": "\(ExitCode.of(report).rawValue)"]) { $1 })
         printSummary(report, elapsed: elapsed, stats: arguments[stats])
         return .of(report)
     }
