@@ -73,7 +73,9 @@ import Testing
     }
 
     @Test func killMinusNineMidImportThenRestartLosesAndDuplicatesNothing() async throws {
-        let world = try await W.create(latency: .fixed(15))
+        // 50 ms per call keeps the import running for seconds, so the kill at 400 results finds
+        // items in flight even on a loaded machine.
+        let world = try await W.create(latency: .fixed(50))
         let users = try await world.seedSender(count: 3_000)
         let live = users.filter { !$0.revoked }.count
         let export = try await world.run(TransferSafetyTests.exportArgs(world, canary: 0))
