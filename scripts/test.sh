@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, starts a throwaway PostgreSQL, builds with no
-# warnings allowed, then `swift test` (unit tests and integration tests against real
+# warnings allowed, then `swift test --no-parallel` (unit tests and integration tests against real
 # PostgreSQL and the sandbox over real HTTP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,6 @@ fi
 grep -q "error:" "$log" && { echo "build failed" >&2; exit 1; }
 
 echo "== tests"
-swift test --skip-build --parallel 2>&1 | tee "$log.test" | grep -vE "^\[[0-9]+/[0-9]+\]" 
+swift test --skip-build --no-parallel 2>&1 | tee "$log.test" | grep -vE "^\[[0-9]+/[0-9]+\]" 
 status=${PIPESTATUS[0]}
 exit "$status"
