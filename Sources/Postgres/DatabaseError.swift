@@ -28,12 +28,17 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     public let message: String
     /// True if the connection was unusable (`PQstatus == CONNECTION_BAD`) after the failed call.
     public let connectionWasLost: Bool
+    /// True when a connection attempt failed because of its settings (wrong password, unknown
+    /// database or role, a parameter libpq refuses), not the network. See `meaning`.
+    let misconfiguredConnection: Bool
 
-    public init(kind: Kind, sqlState: String? = nil, message: String, connectionWasLost: Bool = false) {
+    public init(kind: Kind, sqlState: String? = nil, message: String, connectionWasLost: Bool = false,
+                misconfiguredConnection: Bool = false) {
         self.kind = kind
         self.sqlState = sqlState
         self.message = message
         self.connectionWasLost = connectionWasLost
+        self.misconfiguredConnection = misconfiguredConnection
     }
 
     public var description: String {
