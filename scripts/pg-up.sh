@@ -33,10 +33,12 @@ fi
 if ! run_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
   run_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
 fi
+ready=no
 for i in $(seq 1 50); do
-  "$bin/pg_isready" -h "$dir" -p "$port" -q && break
+  "$bin/pg_isready" -h "$dir" -p "$port" -q && { ready=yes; break; }
   sleep 0.2
 done
+[ "$ready" = yes ] || { echo "pg-up: PostgreSQL at $dir port $port is not accepting connections; see $dir/server.log" >&2; exit 69; }
 psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_database WHERE datname='siwa'" | grep -q 1 \
   || psql -h "$dir" -p "$port" -U postgres -d postgres -qc "CREATE DATABASE siwa" >/dev/null
 echo "export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=siwa"

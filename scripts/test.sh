@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}" "${SIWA_TEST_PG_PORT:-54331}")"
+# The tests run against this cluster and no other: if it does not start, stop here (never fall
+# back to another cluster that happens to be running).
+pg_env=$(timeout 90 scripts/pg-up.sh "${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}" "${SIWA_TEST_PG_PORT:-54331}") || {
+  echo "test.sh: the test PostgreSQL did not start (scripts/pg-up.sh exit $?); see ${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}/server.log" >&2
+  exit 1
+}
+eval "$pg_env"
 export PGHOST PGPORT PGUSER PGDATABASE
 unset DATABASE_URL
 

@@ -2,17 +2,13 @@ import Foundation
 import Postgres
 import Testing
 
-/// Where the test cluster is: DATABASE_URL, else the PG* variables, else the local default
-/// started by `eval "$(scripts/pg-up.sh)"`. Tests never skip: an unreachable server fails them.
+/// Where the test cluster is: DATABASE_URL, else the PG* variables (`scripts/test.sh` sets them
+/// from `scripts/pg-up.sh`). There is no fallback to another cluster: without them, libpq's own
+/// defaults apply and, with no server there, the tests fail. Tests never skip.
 enum TestDatabase {
-    static let fallbackConninfo = "host=/tmp/siwa-pg port=54329 user=postgres dbname=siwa"
-
     static func configuration(applicationName: String = "siwa-postgres-tests") -> PostgresConfiguration {
         let env = ProcessInfo.processInfo.environment
         var configuration = PostgresConfiguration.fromEnvironment(env)
-        if configuration.conninfo.isEmpty && env["PGHOST"] == nil {
-            configuration.conninfo = fallbackConninfo
-        }
         configuration.connectTimeoutSeconds = 5
         configuration.applicationName = applicationName
         return configuration
