@@ -12,8 +12,8 @@ import Testing
         let worker = try BinaryProcess(["work", "--drain", "--concurrency", "32"], environment: world.environment)
         // Once the run is under way, a separate connection terminates every other backend of this
         // database, several times.
-        while try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) < 50 {
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("50 results written", while: worker) {
+            try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) >= 50
         }
         let killer = try await PostgresConnection.connect(world.database.configuration)
         var terminated = 0

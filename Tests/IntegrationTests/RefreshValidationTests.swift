@@ -44,8 +44,8 @@ import Testing
         try await world.seed(accounts: 3000, revokedFraction: 0.03)
         let job = try await world.enqueue()
         let first = try BinaryProcess(["work", "--drain", "--concurrency", "32", "--lease-seconds", "3"], environment: world.environment)
-        while try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) < 300 {
-            try await Task.sleep(for: .milliseconds(50))
+        try await Eventually.wait("300 results written", while: first) {
+            try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) >= 300
         }
         first.signal(SIGKILL)
         _ = await first.wait()
@@ -90,8 +90,8 @@ import Testing
         let worker = try BinaryProcess(["work", "--concurrency", "16", "--grace-seconds", "20"], environment: world.environment)
         // Wait until 16 calls reached Apple (in flight), not merely 16 claimed rows: claimed items
         // still being prepared or sitting in the prefetch buffer are released on stop, by design.
-        while (world.sandbox.model.stats().requests["/auth/token"] ?? 0) < 16 {
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("16 /auth/token requests at the sandbox", while: worker) {
+            (world.sandbox.model.stats().requests["/auth/token"] ?? 0) >= 16
         }
         worker.signal(SIGTERM)
         let status = await worker.wait()

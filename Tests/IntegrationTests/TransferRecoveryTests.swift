@@ -56,8 +56,8 @@ import Testing
         let job = try #require(W.jobID(run.stdout))
         let started = Date()
         let worker = try BinaryProcess(["work", "--drain", "--concurrency", "32"], environment: world.environment)
-        while try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job)", as: Int.self) < 500 {
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("500 results written", while: worker) {
+            try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job)", as: Int.self) >= 500
         }
         world.sandbox.model.clockOffset = 3_700   // every bearer minted so far is now past its hour
         let status = await worker.wait()
@@ -89,8 +89,8 @@ import Testing
         let job = try #require(W.jobID(importRun.stdout))
 
         let first = try BinaryProcess(["work", "--drain", "--concurrency", "32", "--lease-seconds", "3"], environment: world.environment)
-        while try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job)", as: Int.self) < 400 {
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("400 results written", while: first) {
+            try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job)", as: Int.self) >= 400
         }
         first.signal(SIGKILL)
         _ = await first.wait()

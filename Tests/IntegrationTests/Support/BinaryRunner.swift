@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Runs the built `siwa-jobs` binary as a real subprocess, capturing stdout and stderr.
 final class BinaryProcess: @unchecked Sendable {   // Process is used from one test task at a time
@@ -40,8 +41,20 @@ final class BinaryProcess: @unchecked Sendable {   // Process is used from one t
         return (status, p.stdout, p.stderr)
     }
 
-    func wait() async -> Int32 {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+    /// Waits for the process to exit. `timeout` is a liveness bound, not a timing check: past it
+    /// the process is killed (SIGKILL) and a test issue is recorded naming its arguments, so a
+    /// process that never exits fails its test instead of hanging CI.
+    func wait(timeout: Duration = .seconds(600)) async -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now >= deadline {
+                kill(process.processIdentifier, SIGKILL)
+                Issue.record("siwa-jobs \(process.arguments?.joined(separator: " ") ?? "") did not exit within \(timeout); killed. stderr: \(stderr.suffix(800))")
+                process.waitUntilExit()
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         stdoutPipe.fileHandleForReading.readabilityHandler = nil
         stderrPipe.fileHandleForReading.readabilityHandler = nil
         output.append(stdout: stdoutPipe.fileHandleForReading.readDataToEndOfFile())
