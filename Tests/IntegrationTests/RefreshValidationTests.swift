@@ -55,9 +55,33 @@ import Testing
         #expect(rerun.status == 0, "\(rerun.stderr.suffix(1500))")
         let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
         let c = try await counts(world, job: job.jobID)
-        let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
-        #expect(results == 3000 && c.terminal == 3000)
+        #expect(c.terminal == 3000)
         #expect(c.valid == truth.valid && c.invalid == truth.revoked)
+        // Duplicates would show in the effects, not in siwa.results (its key is the item): each
+        // account has exactly one validation audit row, and the items the kill left behind were
+        // redone (attempt > 1) and still have exactly one.
+        let audits: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.audit_log WHERE job_id = \(job.jobID) AND action IN ('token.validated', 'token.invalidated')
+            """)
+        #expect(audits == 3000)
+        let duplicated: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM (SELECT account_id FROM siwa.audit_log
+                WHERE job_id = \(job.jobID) AND action IN ('token.validated', 'token.invalidated')
+                GROUP BY account_id HAVING count(*) > 1) d
+            """)
+        #expect(duplicated == 0)
+        let redone: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND attempt > 1")
+        #expect(redone > 0, "the items leased by the killed worker were redone")
+        let redoneAudits: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.audit_log a JOIN siwa.job_items i ON i.id = a.item_id
+            WHERE i.job_id = \(job.jobID) AND i.attempt > 1 AND a.action IN ('token.validated', 'token.invalidated')
+            """)
+        #expect(redoneAudits == redone, "each redone item has one audit row")
+        let checked: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.accounts a JOIN siwa.job_items i ON i.account_id = a.id
+            WHERE i.job_id = \(job.jobID) AND a.token_checked_at IS NOT NULL
+            """)
+        #expect(checked == 3000)
         await world.tearDown()
     }
 

@@ -3,8 +3,11 @@ import Postgres
 import SIWAJobs
 
 /// A fresh database per test, migrated, on the cluster the libpq environment points at
-/// (`scripts/pg-up.sh`). Dropped by `drop()`.
+/// (`scripts/pg-up.sh`). Dropped by `drop()`. The test's own connections use the application
+/// name `siwa-tests`, so tests can tell them from the binary's (`siwa-jobs`).
 struct TestDatabase {
+    static let applicationName = "siwa-tests"
+
     let name: String
     let configuration: PostgresConfiguration
     let pool: PostgresPool
@@ -14,7 +17,7 @@ struct TestDatabase {
         let admin = try await PostgresConnection.connect(PostgresConfiguration(conninfo: "dbname=postgres"))
         defer { admin.close() }
         try await admin.simpleQuery(unsafeSQL: "CREATE DATABASE \(name)")
-        let configuration = PostgresConfiguration(conninfo: "dbname=\(name)")
+        let configuration = PostgresConfiguration(conninfo: "dbname=\(name)", applicationName: applicationName)
         let pool = PostgresPool(configuration: configuration, size: 4)
         if migrated {
             _ = try await pool.withConnection { conn in try await Migrator().migrate(on: conn) }
