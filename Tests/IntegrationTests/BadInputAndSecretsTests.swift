@@ -31,6 +31,18 @@ import Testing
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "4"], environment: env)
         #expect(run.status == 78)
         #expect(run.stdout.contains("job \(job.jobID) paused"))
+        // In the database: the job is paused, no item was charged or finished, and Apple saw only
+        // the few calls in flight when invalid_client came back (concurrency 4), not all 50.
+        let state: String = try await world.database.scalar("SELECT state FROM siwa.jobs WHERE id = \(job.jobID)")
+        #expect(state == "paused")
+        let uncharged: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'available' AND attempt = 0
+            """)
+        #expect(uncharged == 50)
+        let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
+        #expect(results == 0)
+        let calls = world.sandbox.model.stats().requests["/auth/token"] ?? 0
+        #expect(calls >= 1 && calls <= 8, "calls to Apple: \(calls)")
         await world.tearDown()
     }
 
@@ -47,10 +59,14 @@ import Testing
         let job = try await world.enqueue()
         let run = try await BinaryProcess.run(["work", "--drain"], environment: world.environment)
         #expect(run.status == 0, "\(run.stderr.suffix(1500))")
+        // Apple (the sandbox) answers invalid_grant for a token it never issued: exactly one
+        // result is `invalid`, carrying that error, and the other 19 are valid.
         let invalid: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID) AND outcome IN ('invalid', 'failed')
+            SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID) AND outcome = 'invalid' AND apple_error = 'invalid_grant'
             """)
         #expect(invalid == 1)
+        let valid: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID) AND outcome = 'valid'")
+        #expect(valid == 19)
         await world.tearDown()
     }
 

@@ -36,6 +36,17 @@ import Testing
         #expect(run.stdout.contains("job \(job.jobID) paused") && run.stdout.contains("SIWA_TOKEN_KEY"))
         let failed: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results")
         #expect(failed == 0)
+        // In the database: paused with a reason naming the key, every item uncharged, and no call
+        // reached Apple (the token could not be opened, so nothing was sent).
+        let paused: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.jobs WHERE id = \(job.jobID) AND state = 'paused' AND paused_reason LIKE '%SIWA_TOKEN_KEY%'
+            """)
+        #expect(paused == 1)
+        let uncharged: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'available' AND attempt = 0
+            """)
+        #expect(uncharged == 100)
+        #expect((world.sandbox.model.stats().requests["/auth/token"] ?? 0) == 0)
         // Once fixed and resumed, the job completes.
         let resume = try await BinaryProcess.run(["job", "resume", "\(job.jobID)"], environment: world.environment)
         #expect(resume.status == 0)

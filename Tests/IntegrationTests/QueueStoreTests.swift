@@ -63,13 +63,14 @@ import Testing
         let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 1, lease: .seconds(30))
         _ = try await store.complete([Completion(item: claimed[0], kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok))],
                                      owner: "w", writes: .none)
-        await #expect(throws: DatabaseError.self) {
+        let error = await #expect(throws: DatabaseError.self) {
             try await db.pool.withConnection { conn in
                 try await conn.execute("""
                     INSERT INTO siwa.results (item_id, job_id, outcome, attempt) VALUES (\(claimed[0].id), \(job.jobID), 'again', 1)
                     """)
             }
         }
+        #expect(error?.isUniqueViolation == true, "the results key refuses it (23505), not some other error: \(String(describing: error))")
         await db.drop()
     }
 }

@@ -19,11 +19,23 @@ import Testing
         await db.drop()
     }
 
-    @Test func anExistingFileNeedsForce() throws {
+    /// Through the command: without --force an existing file is refused and kept; with --force
+    /// the destination check passes (the run then stops at the unknown job, leaving the file,
+    /// because the file is replaced only once the export has something to write).
+    @Test func anExistingFileNeedsForce() async throws {
+        let db = try await TestDatabase.create()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-out-\(UUID().uuidString).csv")
         try Data("old".utf8).write(to: file)
-        #expect(throws: EnqueueError.self) { try TransferCSVExporter.checkDestination(file.path, overwrite: false) }
-        #expect(throws: Never.self) { try TransferCSVExporter.checkDestination(file.path, overwrite: true) }
+        let refused = try await BinaryProcess.run(["transfer", "export-csv", "--job", "1", "--out", file.path], environment: db.environment)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("exists: pass --force to replace it"), "\(refused.stderr)")
+        #expect(try String(contentsOf: file, encoding: .utf8) == "old")
+        let forced = try await BinaryProcess.run(["transfer", "export-csv", "--job", "1", "--out", file.path, "--force"], environment: db.environment)
+        #expect(forced.status != 0)
+        #expect(!forced.stderr.contains("--force"), "with --force the file check passes: \(forced.stderr)")
+        #expect(forced.stderr.contains("job 1"), "\(forced.stderr)")
+        #expect(try String(contentsOf: file, encoding: .utf8) == "old")
         try? FileManager.default.removeItem(at: file)
+        await db.drop()
     }
 }

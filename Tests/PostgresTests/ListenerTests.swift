@@ -63,16 +63,25 @@ import Testing
         #expect(count == 1)
     }
 
+    /// A server that drops every connection: the listener keeps retrying (the server counts the
+    /// attempts), delivers nothing (not even the "listening" notification, since LISTEN never
+    /// succeeded), raises nothing, and its stream ends when stopped.
     @Test func unreachableServerRetriesQuietlyUntilStopped() async throws {
-        let configuration = PostgresConfiguration(conninfo: "host=127.0.0.1 port=1", connectTimeoutSeconds: 2)
+        let server = try AcceptCounter()
+        defer { server.stop() }
+        let configuration = PostgresConfiguration(conninfo: "host=127.0.0.1 port=\(server.port) sslmode=disable", connectTimeoutSeconds: 2)
         let listener = PostgresListener(configuration: configuration, channels: ["jobs"])
-        let stopper = Task {
-            try await Task.sleep(for: .milliseconds(400))
-            listener.stop()
+        let consumer = Task {
+            var delivered = 0
+            for await _ in listener.notifications() { delivered += 1 }
+            return delivered
         }
-        var delivered = 0
-        for await _ in listener.notifications() { delivered += 1 }
-        _ = try? await stopper.value
+        // Three attempts take about 0.1 + 0.2 + 0.4 s of backoff; the deadline is a liveness bound.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while server.count < 3 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(server.count >= 3, "the listener retried \(server.count) times")
+        listener.stop()
+        let delivered = await consumer.value
         #expect(delivered == 0)
     }
 }
