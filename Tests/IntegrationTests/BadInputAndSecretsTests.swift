@@ -94,6 +94,7 @@ import Testing
         #expect(tokens.count == 500)
         #expect(!tokens.contains { haystack.contains($0) }, "a refresh token leaked")
         let pemBody = world.privateKey.pkcs8PEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        #expect(!pemBody.isEmpty)
         #expect(!pemBody.contains { haystack.contains($0) }, ".p8 material leaked")
         // Any client secret minted for this team starts with the same base64url header segment.
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(SIWAWorld.keyID)"}"#.utf8))

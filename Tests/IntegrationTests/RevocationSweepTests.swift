@@ -55,6 +55,7 @@ import Testing
             for row in rows { haystack += try row.decode("row", as: String.self) + "\n" }
         }
         let tokens = try #require(world.seeded).tokens.map(\.token)
+        #expect(tokens.count >= 20 && !haystack.isEmpty, "the scan needs tokens and rows to scan")
         #expect(!haystack.contains(".0.mrq") && !tokens.prefix(20).contains { haystack.contains($0) }, "a refresh token leaked")
         #expect(!haystack.contains("eyJ"), "a client secret leaked")
         #expect(!haystack.contains(world.tokenKeyHex))
