@@ -7,6 +7,8 @@ enum FaultKind: String, CaseIterable, Sendable {
     case serverError = "500"
     case serviceUnavailable = "503"
     case html
+    /// A 400 whose body is an HTML page (an edge refusing the request), not Apple's JSON error.
+    case html400 = "html_400"
     case reset
     case stall
     case truncated
