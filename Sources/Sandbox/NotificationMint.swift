@@ -57,7 +57,7 @@ public struct NotificationSpec: Sendable, Equatable {
         let iat = self.iat ?? Int(now)
         let exp = self.exp ?? iat + 300
         let seconds = eventTime ?? Double(iat)
-        let time = eventTimeUnit == .milliseconds ? String(Int64(seconds * 1000)) : String(Int64(seconds))
+        let time = eventTimeUnit == .milliseconds ? String(Int64((seconds * 1000).rounded())) : String(Int64(seconds))
         var event = "{\"type\":\(JSONText.quote(type)),\"sub\":\(JSONText.quote(sub)),\"event_time\":\(time)"
         if let email { event += ",\"email\":\(JSONText.quote(email))" }
         switch isPrivateEmail {
