@@ -9,6 +9,8 @@ enum FaultKind: String, CaseIterable, Sendable {
     case html
     /// A 400 whose body is an HTML page (an edge refusing the request), not Apple's JSON error.
     case html400 = "html_400"
+    /// A 200 JSON token answer without `access_token` (Apple's TokenResponse lists it; seen absent).
+    case noAccessToken = "no_access_token"
     case reset
     case stall
     case truncated

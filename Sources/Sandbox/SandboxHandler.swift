@@ -103,6 +103,8 @@ enum FaultResponses {
             return HTTPServerResponse(status: 400, body: Array(html400Body.utf8), contentType: "text/html")
         case .truncated:
             return .appleJSON(truncatedBody)
+        case .noAccessToken:
+            return .appleJSON("{\"token_type\":\"Bearer\",\"expires_in\":3600}")
         case .invalidClient: return .appleError("invalid_client", reason: "scripted_fault")
         case .reset, .stall, .pass: return .plain("Internal Server Error\n", status: 500)
         }
