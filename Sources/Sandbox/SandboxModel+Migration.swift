@@ -65,21 +65,22 @@ extension SandboxModel {
     /// the user is unknown.
     @discardableResult
     public func setMigrationUserGrantRefused(teamID: String, clientID: String, sub: String, refused: Bool) -> Bool {
-        migration.withLock { reg in
-            let key = MigrationRegistry.userKey(teamID, clientID, sub)
-            guard reg.users[key] != nil else { return false }
-            reg.users[key]?.grantRefused = refused
-            return true
-        }
+        updateMigrationUser(teamID, clientID, sub) { $0.grantRefused = refused }
     }
 
     /// Marks a registered user revoked (or not). Returns false when the user is unknown.
     @discardableResult
     public func setMigrationUserRevoked(teamID: String, clientID: String, sub: String, revoked: Bool) -> Bool {
+        updateMigrationUser(teamID, clientID, sub) { $0.revoked = revoked }
+    }
+
+    private func updateMigrationUser(_ teamID: String, _ clientID: String, _ sub: String,
+                                     _ change: (inout MigrationRegistry.User) -> Void) -> Bool {
         migration.withLock { reg in
             let key = MigrationRegistry.userKey(teamID, clientID, sub)
-            guard reg.users[key] != nil else { return false }
-            reg.users[key]?.revoked = revoked
+            guard var user = reg.users[key] else { return false }
+            change(&user)
+            reg.users[key] = user
             return true
         }
     }
