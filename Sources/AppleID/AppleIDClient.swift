@@ -39,11 +39,12 @@ public struct AppleIDClient: Sendable {
 
     /// Validates a refresh token: `POST /auth/token` with `grant_type=refresh_token`
     /// (apple-api.md §2.3). Apple may throttle more than one validation per user per day.
-    /// - Returns: the TokenResponse (usually without `refresh_token`).
+    /// - Returns: the TokenResponse (usually without `refresh_token`; a 200 without `access_token`
+    ///   is still a valid token, with `TokenResponse.missingAccessTokenWarning` in `warnings`).
     /// - Throws: `AppleIDError`; `invalid_grant` (permanent) means the token is revoked or invalid.
     @discardableResult
     public func validateRefreshToken(_ refreshToken: String) async throws(AppleIDError) -> TokenResponse {
-        try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+        try await tokenRequest([("grant_type", "refresh_token"), ("refresh_token", refreshToken)], requireAccessToken: false)
     }
 
     /// Gets a team access token: `POST /auth/token` with `grant_type=client_credentials`
@@ -80,9 +81,9 @@ public struct AppleIDClient: Sendable {
 
     // MARK: - Shared plumbing
 
-    func tokenRequest(_ fields: [(String, String)]) async throws(AppleIDError) -> TokenResponse {
+    func tokenRequest(_ fields: [(String, String)], requireAccessToken: Bool = true) async throws(AppleIDError) -> TokenResponse {
         let response = try await post("/auth/token", fields)
-        return try TokenResponse.parse(try parseObject(response), status: response.status)
+        return try TokenResponse.parse(try parseObject(response), status: response.status, requireAccessToken: requireAccessToken)
     }
 
     /// Form-POSTs `fields` plus `client_id` and `client_secret`, classifying non-2xx responses.

@@ -29,6 +29,10 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
     public let detail: String
     /// Set when the failure came from the transport (no HTTP response).
     public let transportKind: TransportError.Kind?
+    /// A transient error worth one retry only: a 4xx whose body is not JSON (an HTML edge page,
+    /// apple-api.md §9) may be a passing edge fault, but a second one means the request itself is
+    /// refused. Callers that know the attempt number apply `atAttempt(_:)`.
+    public internal(set) var retriesOnce = false
 
     public init(
         errorClass: Class,
@@ -59,6 +63,15 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
         if let appleError { parts.append("error=\(appleError)") }
         if let retryAfter { parts.append("retry_after=\(retryAfter.seconds)s") }
         return parts.joined(separator: " ") + ": " + detail
+    }
+
+    /// This error as it stands on attempt `attempt` (1-based) of an item: a `retriesOnce` error is
+    /// transient on the first attempt and permanent from the second on, its detail saying so;
+    /// every other error is returned unchanged.
+    public func atAttempt(_ attempt: Int) -> AppleIDError {
+        guard retriesOnce, errorClass == .transient, attempt >= 2 else { return self }
+        return AppleIDError(errorClass: .permanent, appleError: appleError, httpStatus: httpStatus, retryAfter: nil,
+                            detail: detail + "; again on attempt \(attempt), so not retried further", transportKind: transportKind)
     }
 
     static func transport(_ error: TransportError) -> AppleIDError {

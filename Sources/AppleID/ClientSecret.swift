@@ -14,13 +14,14 @@ public struct ClientSecret: Sendable {
     public static let maximumLifetime: Duration = .seconds(15_777_000)
     /// Shortest lifetime this code will mint.
     public static let minimumLifetime: Duration = .seconds(60)
-    /// How far `iat` is back-dated, so small clock skew does not make the secret look issued in
-    /// the future (Apple rejects those with `invalid_client`).
-    public static let issuedAtBackdate: Duration = .seconds(5)
+    /// How far `iat` is back-dated, so a host clock up to a minute ahead of Apple's does not make
+    /// the secret look issued in the future (Apple rejects those with `invalid_client`; apple-api.md
+    /// §5 "Set `iat` a few seconds in the past"; public reports show skews of tens of seconds).
+    public static let issuedAtBackdate: Duration = .seconds(60)
 
     /// Mints a signed client secret.
     /// - Parameters:
-    ///   - now: current time; `iat = floor(now) - 5`, `exp = floor(now) + lifetime`.
+    ///   - now: current time; `iat = floor(now) - 60`, `exp = floor(now) + lifetime`.
     ///   - lifetime: clamped to 60 s ... 15 777 000 s minus the back-date, whole seconds.
     /// - Returns: the compact JWS and its expiry (`exp`).
     /// - Throws: `CryptoError` if signing (or encoding the JOSE header or claims) fails.

@@ -8,7 +8,8 @@ import Foundation
 ///   codes → permanent;
 /// - 408, 429, 5xx → transient, with `Retry-After`;
 /// - a non-empty body that is not JSON (an HTML edge page) or truncated JSON, on any non-2xx
-///   status → transient, detail `unparseable response body (<media type>)`;
+///   status → transient, detail `unparseable response body (<media type>)`; on a 4xx it is
+///   marked `retriesOnce` (one retry, then permanent: see `AppleIDError.atAttempt(_:)`);
 /// - 3xx → configuration (Apple does not redirect; check the base URL);
 /// - any other 4xx → permanent.
 enum ResponseClassifier {
@@ -45,8 +46,10 @@ enum ResponseClassifier {
 
     /// Transient error for a body that is not JSON (HTML edge page, truncated JSON).
     static func unparseable(_ response: HTTPResponse, retryAfter: Duration? = nil) -> AppleIDError {
-        AppleIDError(errorClass: .transient, httpStatus: response.status, retryAfter: retryAfter,
-                     detail: "unparseable response body (\(mediaType(response)))")
+        var error = AppleIDError(errorClass: .transient, httpStatus: response.status, retryAfter: retryAfter,
+                                 detail: "unparseable response body (\(mediaType(response)))")
+        error.retriesOnce = (400..<500).contains(response.status)
+        return error
     }
 
     /// The body as a JSON object, or nil if it is not one (syntax error, truncation, array).

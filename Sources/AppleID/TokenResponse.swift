@@ -1,8 +1,12 @@
 /// Apple's TokenResponse (https://developer.apple.com/documentation/signinwithapplerestapi/tokenresponse),
 /// decoded leniently: `expires_in` may be a number or a numeric string (default 3600 when
 /// absent); `token_type` is compared case-insensitively and must be `bearer` when present;
-/// `refresh_token` and `id_token` are optional. `description` hides every token.
+/// `refresh_token` and `id_token` are optional. `access_token` is required, except in the answer
+/// to a refresh-token validation: there the 200 itself is the verdict (the refresh token is
+/// good), so a missing `access_token` leaves it empty with a line in `warnings`.
+/// `description` hides every token.
 public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+    /// The access token; empty only when a refresh validation's 200 had none (see `warnings`).
     public let accessToken: String
     /// As sent (e.g. "Bearer"); always equal to "bearer" ignoring case.
     public let tokenType: String
@@ -12,21 +16,34 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     public let refreshToken: String?
     /// The id_token JWT; optional (sometimes missing on refresh).
     public let idToken: String?
+    /// What was accepted although unexpected, safe to log, e.g. `200 without access_token`.
+    public let warnings: [String]
 
-    public init(accessToken: String, tokenType: String = "Bearer", expiresIn: Int = 3600, refreshToken: String? = nil, idToken: String? = nil) {
+    public init(accessToken: String, tokenType: String = "Bearer", expiresIn: Int = 3600, refreshToken: String? = nil,
+                idToken: String? = nil, warnings: [String] = []) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.expiresIn = expiresIn
         self.refreshToken = refreshToken
         self.idToken = idToken
+        self.warnings = warnings
     }
 
+    /// The warning for a refresh validation's 200 without `access_token`.
+    public static let missingAccessTokenWarning = "Apple answered 200 without access_token; the refresh token was accepted, "
+        + "so it counts as valid"
+
     /// Parses the JSON object of a 2xx answer with HTTP `status`.
+    /// - Parameter requireAccessToken: false for a refresh-token validation, where a missing
+    ///   `access_token` is a warning instead of an error.
     /// - Throws: `AppleIDError` (permanent, `malformed success body: <reason>`) when a required
     ///   field is missing or has the wrong shape.
-    static func parse(_ object: [String: Any], status: Int) throws(AppleIDError) -> TokenResponse {
-        guard let accessToken = object["access_token"] as? String, !accessToken.isEmpty else {
-            throw .malformedSuccess(status, "missing access_token")
+    static func parse(_ object: [String: Any], status: Int, requireAccessToken: Bool = true) throws(AppleIDError) -> TokenResponse {
+        var warnings: [String] = []
+        let accessToken = LenientJSON.nonEmptyString(object["access_token"]) ?? ""
+        if accessToken.isEmpty {
+            guard !requireAccessToken else { throw .malformedSuccess(status, "missing access_token") }
+            warnings.append(missingAccessTokenWarning)
         }
         let tokenType = object["token_type"] as? String ?? "Bearer"
         guard tokenType.lowercased() == "bearer" else {
@@ -44,12 +61,14 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
             tokenType: tokenType,
             expiresIn: expiresIn,
             refreshToken: LenientJSON.nonEmptyString(object["refresh_token"]),
-            idToken: LenientJSON.nonEmptyString(object["id_token"])
+            idToken: LenientJSON.nonEmptyString(object["id_token"]),
+            warnings: warnings
         )
     }
 
     public var description: String {
-        "TokenResponse(token_type: \(tokenType), expires_in: \(expiresIn)s, refresh_token: \(refreshToken == nil ? "absent" : "present"), id_token: \(idToken == nil ? "absent" : "present"))"
+        "TokenResponse(access_token: \(accessToken.isEmpty ? "absent" : "present"), token_type: \(tokenType), expires_in: \(expiresIn)s, "
+            + "refresh_token: \(refreshToken == nil ? "absent" : "present"), id_token: \(idToken == nil ? "absent" : "present"))"
     }
 
     public var customMirror: Mirror { Mirror(self, children: ["description": description]) }

@@ -4,11 +4,13 @@ import MicroHTTP
 extension AdminEndpoints {
     /// Key rotation and notification signing:
     /// - `POST /__sandbox/keys/rotate` → `{"kid":NEW,"published":[NEW, OLD, ...]}`: a new signing key;
-    ///   old keys stay in `/auth/keys` until retired;
+    ///   old keys stay in `/auth/keys` until retired. Body `{"publish":false}` (optional): the new
+    ///   key signs but is left out of `/auth/keys` until `POST /__sandbox/keys/publish`;
+    /// - `POST /__sandbox/keys/publish` → `{"published":[...]}`;
     /// - `POST /__sandbox/keys/retire` → `{"removed":[...],"published":[CURRENT]}`;
     /// - `GET /__sandbox/keys` → `{"kid":CURRENT,"published":[...],"rotations":N}`;
     /// - `POST /__sandbox/notifications` with `{"events":[SPEC, ...]}` → `{"kid":K,"payloads":[JWT, ...]}`,
-    ///   each SPEC `{"type","sub","client_id","email"?,"is_private_email"? (bool or string),
+    ///   each SPEC `{"type","sub","client_id","email"?,"is_private_email"? (bool, string or number),
     ///   "encoding"? ("string" default, or "object"),"event_time_unit"? ("ms" default, or "s"),
     ///   "event_time"? (seconds),"jti"?,"iat"?,"exp"?,"iss"?}`.
     /// Returns nil for other paths.
@@ -16,9 +18,13 @@ extension AdminEndpoints {
         switch (req.method, req.path) {
         case ("POST", "/__sandbox/keys/rotate"):
             let bits = max(2048, (keys.modulusBytes) * 8)
+            let publish = req.body.isEmpty ? true : (try AdminJSON.decode(RotateIn.self, req.body).publish ?? true)
             let next = try SandboxSigningKey.generate(bits: bits)
-            keys.rotate(to: next)
+            keys.rotate(to: next, publish: publish)
             return .adminJSON("{\"kid\":\(JSONText.quote(next.keyID)),\"published\":\(Self.list(keys.publishedKIDs))}")
+        case ("POST", "/__sandbox/keys/publish"):
+            keys.publish()
+            return .adminJSON("{\"published\":\(Self.list(keys.publishedKIDs))}")
         case ("POST", "/__sandbox/keys/retire"):
             let removed = keys.retire()
             return .adminJSON("{\"removed\":\(Self.list(removed)),\"published\":\(Self.list(keys.publishedKIDs))}")
@@ -30,7 +36,8 @@ extension AdminEndpoints {
             let now = model.now
             let payloads = try specs.map { try keys.sign(claimsJSON: $0.claimsJSON(now: now)) }
             return .adminJSON("{\"kid\":\(JSONText.quote(keys.currentKID)),\"payloads\":\(Self.list(payloads))}")
-        case (_, "/__sandbox/keys/rotate"), (_, "/__sandbox/keys/retire"), (_, "/__sandbox/notifications"):
+        case (_, "/__sandbox/keys/rotate"), (_, "/__sandbox/keys/retire"), (_, "/__sandbox/keys/publish"),
+             (_, "/__sandbox/notifications"):
             return .methodNotAllowed("POST")
         case (_, "/__sandbox/keys"):
             return .methodNotAllowed("GET")
@@ -43,12 +50,20 @@ extension AdminEndpoints {
         "[" + items.map(JSONText.quote).joined(separator: ",") + "]"
     }
 
+    private struct RotateIn: Decodable { var publish: Bool? }
+
     private struct SpecIn: Decodable {
         enum Flag: Decodable {
-            case bool(Bool), string(String)
+            case bool(Bool), string(String), number(Double)
             init(from decoder: any Decoder) throws {
                 let c = try decoder.singleValueContainer()
-                if let b = try? c.decode(Bool.self) { self = .bool(b) } else { self = .string(try c.decode(String.self)) }
+                if let b = try? c.decode(Bool.self) {
+                    self = .bool(b)
+                } else if let n = try? c.decode(Double.self) {
+                    self = .number(n)
+                } else {
+                    self = .string(try c.decode(String.self))
+                }
             }
         }
         var type: String
@@ -75,6 +90,9 @@ extension AdminEndpoints {
             switch e.is_private_email {
             case .bool(let b)?: spec.isPrivateEmail = .bool(b)
             case .string(let s)?: spec.isPrivateEmail = .string(s)
+            case .number(let n)?:
+                guard n.isFinite else { throw SandboxAdminError(field: "events[\(i)].is_private_email", reason: "expected a finite number") }
+                spec.isPrivateEmail = .json(n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n))
             case nil: break
             }
             if let enc = e.encoding {

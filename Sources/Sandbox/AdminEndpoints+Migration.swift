@@ -3,7 +3,8 @@ import MicroHTTP
 
 /// Admin API for app transfers (not part of Apple's surface):
 /// - `POST /__sandbox/users` `{"users":[{"team_id","client_id","sub","private_email":bool,
-///   "state":"valid"|"revoked","user_id"?}]}` → `{"registered":N}`;
+///   "state":"valid"|"revoked"|"invalid_grant","user_id"?}]}` → `{"registered":N}` (`invalid_grant`:
+///   Apple refuses this user alone with `invalid_grant`, whatever the bearer);
 /// - `POST /__sandbox/transfers` `{"client_id","from_team_id","to_team_id","transferred_at":S}`
 ///   (seconds since 1970; the window closes 60 days later) → `{"ok":true}`;
 /// - `POST /__sandbox/clock` `{"advance_seconds":S}` or `{"offset_seconds":S}` → `{"offset_seconds":S}`;
@@ -45,14 +46,13 @@ extension AdminEndpoints {
             for (name, value) in [("team_id", u.team_id), ("client_id", u.client_id), ("sub", u.sub)] where value.isEmpty {
                 throw SandboxAdminError(field: "users[\(i)].\(name)", reason: "must not be empty")
             }
-            let revoked: Bool
-            switch u.state ?? "valid" {
-            case "valid": revoked = false
-            case "revoked": revoked = true
-            default: throw SandboxAdminError(field: "users[\(i)].state", reason: "expected \"valid\" or \"revoked\"")
+            let state = u.state ?? "valid"
+            guard ["valid", "revoked", "invalid_grant"].contains(state) else {
+                throw SandboxAdminError(field: "users[\(i)].state", reason: "expected \"valid\", \"revoked\" or \"invalid_grant\"")
             }
             out.append(SandboxMigrationUser(teamID: u.team_id, clientID: u.client_id, sub: u.sub,
-                                            privateEmail: u.private_email ?? false, revoked: revoked, appleUserID: u.user_id))
+                                            privateEmail: u.private_email ?? false, revoked: state == "revoked", appleUserID: u.user_id,
+                                            grantRefused: state == "invalid_grant"))
         }
         model.registerMigrationUsers(out)
         return .adminJSON("{\"registered\":\(out.count)}")

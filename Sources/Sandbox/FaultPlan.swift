@@ -7,6 +7,10 @@ enum FaultKind: String, CaseIterable, Sendable {
     case serverError = "500"
     case serviceUnavailable = "503"
     case html
+    /// A 400 whose body is an HTML page (an edge refusing the request), not Apple's JSON error.
+    case html400 = "html_400"
+    /// A 200 JSON token answer without `access_token` (Apple's TokenResponse lists it; seen absent).
+    case noAccessToken = "no_access_token"
     case reset
     case stall
     case truncated

@@ -16,6 +16,9 @@ struct MigrationRegistry {
         var privateEmail: Bool
         /// The user revoked Sign in with Apple for this app.
         var revoked: Bool
+        /// Apple answers `invalid_grant` for this user alone, whatever the bearer (a per-user
+        /// fault seen in public bug reports; issue 8 §10).
+        var grantRefused = false
     }
 
     /// An app moved from one team to another; the migration window runs 60 days from `at`.

@@ -14,7 +14,7 @@ public struct NotificationSpec: Sendable, Equatable {
     /// The `aud` claim (the app's client id).
     public var clientID: String
     public var email: String?
-    /// Sent as the JSON value given: a bool, or a string such as `"true"`.
+    /// Sent as the JSON value given: a bool, a string such as `"true"`, or raw JSON such as `1`.
     public var isPrivateEmail: PrivateEmailFlag?
     public var encoding: Encoding
     public var eventTimeUnit: TimeUnit
@@ -31,6 +31,8 @@ public struct NotificationSpec: Sendable, Equatable {
     public enum PrivateEmailFlag: Sendable, Equatable {
         case bool(Bool)
         case string(String)
+        /// Any JSON text, sent verbatim: `1`, `2`, `null`, `{"a":1}` (shapes a lenient reader must survive).
+        case json(String)
     }
 
     public init(type: String, sub: String, clientID: String, email: String? = nil, isPrivateEmail: PrivateEmailFlag? = nil,
@@ -55,12 +57,13 @@ public struct NotificationSpec: Sendable, Equatable {
         let iat = self.iat ?? Int(now)
         let exp = self.exp ?? iat + 300
         let seconds = eventTime ?? Double(iat)
-        let time = eventTimeUnit == .milliseconds ? String(Int64(seconds * 1000)) : String(Int64(seconds))
+        let time = eventTimeUnit == .milliseconds ? String(Int64((seconds * 1000).rounded())) : String(Int64(seconds))
         var event = "{\"type\":\(JSONText.quote(type)),\"sub\":\(JSONText.quote(sub)),\"event_time\":\(time)"
         if let email { event += ",\"email\":\(JSONText.quote(email))" }
         switch isPrivateEmail {
         case .bool(let flag)?: event += ",\"is_private_email\":\(flag)"
         case .string(let text)?: event += ",\"is_private_email\":\(JSONText.quote(text))"
+        case .json(let text)?: event += ",\"is_private_email\":\(text)"
         case nil: break
         }
         event += "}"
@@ -81,13 +84,19 @@ extension SandboxServer {
     }
 
     /// Makes a new signing key (same size as the current one); the old keys stay published until
-    /// `retireKeys()`. Returns the new `kid`.
+    /// `retireKeys()`. With `publish: false` the new key signs but is not in `/auth/keys` until
+    /// `publishKeys()` (a notification signed with a `kid` not yet published). Returns the new `kid`.
     @discardableResult
-    public func rotateKeys() throws -> String {
+    public func rotateKeys(publish: Bool = true) throws -> String {
         guard let keys = signingKeys else { throw SandboxStartError(description: "sandbox is not running") }
         let next = try SandboxSigningKey.generate(bits: configuration.rsaBits)
-        keys.rotate(to: next)
+        keys.rotate(to: next, publish: publish)
         return next.keyID
+    }
+
+    /// Publishes a signing key rotated in with `publish: false`.
+    public func publishKeys() {
+        signingKeys?.publish()
     }
 
     /// Stops publishing every key but the signing one. Returns the key ids removed.

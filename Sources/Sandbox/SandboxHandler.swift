@@ -85,6 +85,8 @@ final class SandboxHandler: Sendable {
 enum FaultResponses {
     static let htmlBody = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
         + "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>Apple</center>\r\n</body>\r\n</html>\r\n"
+    static let html400Body = "<html>\r\n<head><title>400 Bad Request</title></head>\r\n<body>\r\n"
+        + "<center><h1>400 Bad Request</h1></center>\r\n<hr><center>Apple</center>\r\n</body>\r\n</html>\r\n"
     static let truncatedBody = "{\"access_token\":\"a7c1e0b2f4d5.0.sbx.9f1c\",\"token_type\":\"Bea"
 
     static func response(for kind: FaultKind, retryAfter: Int) -> HTTPServerResponse {
@@ -97,8 +99,12 @@ enum FaultResponses {
         case .serviceUnavailable: return .plain("Service Unavailable\n", status: 503)
         case .html:
             return HTTPServerResponse(status: 502, body: Array(htmlBody.utf8), contentType: "text/html")
+        case .html400:
+            return HTTPServerResponse(status: 400, body: Array(html400Body.utf8), contentType: "text/html")
         case .truncated:
             return .appleJSON(truncatedBody)
+        case .noAccessToken:
+            return .appleJSON("{\"token_type\":\"Bearer\",\"expires_in\":3600}")
         case .invalidClient: return .appleError("invalid_client", reason: "scripted_fault")
         case .reset, .stall, .pass: return .plain("Internal Server Error\n", status: 500)
         }

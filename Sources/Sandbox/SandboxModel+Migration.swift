@@ -10,15 +10,19 @@ public struct SandboxMigrationUser: Sendable, Equatable {
     public var revoked: Bool
     /// Team-independent identity; defaults to `team/sub`.
     public var appleUserID: String?
+    /// Apple answers `invalid_grant` for this user alone (export and import), while other users'
+    /// calls with the same bearer succeed.
+    public var grantRefused: Bool
 
     public init(teamID: String, clientID: String, sub: String, privateEmail: Bool, revoked: Bool = false,
-                appleUserID: String? = nil) {
+                appleUserID: String? = nil, grantRefused: Bool = false) {
         self.teamID = teamID
         self.clientID = clientID
         self.sub = sub
         self.privateEmail = privateEmail
         self.revoked = revoked
         self.appleUserID = appleUserID
+        self.grantRefused = grantRefused
     }
 }
 
@@ -51,18 +55,32 @@ extension SandboxModel {
             reg.users.reserveCapacity(reg.users.count + users.count)
             for u in users {
                 reg.users[MigrationRegistry.userKey(u.teamID, u.clientID, u.sub)] = MigrationRegistry.User(
-                    appleUserID: u.appleUserID ?? (u.teamID + "/" + u.sub), privateEmail: u.privateEmail, revoked: u.revoked)
+                    appleUserID: u.appleUserID ?? (u.teamID + "/" + u.sub), privateEmail: u.privateEmail, revoked: u.revoked,
+                    grantRefused: u.grantRefused)
             }
         }
+    }
+
+    /// Makes Apple answer `invalid_grant` for a registered user alone (or not). Returns false when
+    /// the user is unknown.
+    @discardableResult
+    public func setMigrationUserGrantRefused(teamID: String, clientID: String, sub: String, refused: Bool) -> Bool {
+        updateMigrationUser(teamID, clientID, sub) { $0.grantRefused = refused }
     }
 
     /// Marks a registered user revoked (or not). Returns false when the user is unknown.
     @discardableResult
     public func setMigrationUserRevoked(teamID: String, clientID: String, sub: String, revoked: Bool) -> Bool {
+        updateMigrationUser(teamID, clientID, sub) { $0.revoked = revoked }
+    }
+
+    private func updateMigrationUser(_ teamID: String, _ clientID: String, _ sub: String,
+                                     _ change: (inout MigrationRegistry.User) -> Void) -> Bool {
         migration.withLock { reg in
             let key = MigrationRegistry.userKey(teamID, clientID, sub)
-            guard reg.users[key] != nil else { return false }
-            reg.users[key]?.revoked = revoked
+            guard var user = reg.users[key] else { return false }
+            change(&user)
+            reg.users[key] = user
             return true
         }
     }
@@ -113,13 +131,15 @@ extension SandboxModel {
     ///
     /// Errors: unknown user or revoked user → `invalid_request` (TN3107 lists revoked users under
     /// `invalid_request`; the code for an unknown `sub` is unconfirmed, the sandbox uses the same);
-    /// a recorded transfer of this app to `target` older than 60 days → `invalid_grant`.
+    /// a recorded transfer of this app to `target` older than 60 days → `invalid_grant`; a user
+    /// registered with `grantRefused` → `invalid_grant` (`user_grant_refused`).
     /// A `target` equal to the sender's own team is accepted, as Apple does; the identifiers are useless.
     func exportTransferSub(teamID: String, clientID: String, sub: String, target: String, now: Double) -> MigrationExchange {
         migration.withLock { reg in
             let key = MigrationRegistry.userKey(teamID, clientID, sub)
             guard let user = reg.users[key] else { return .refused(code: "invalid_request", reason: "unknown_user") }
             guard !user.revoked else { return .refused(code: "invalid_request", reason: "user_revoked") }
+            guard !user.grantRefused else { return .refused(code: "invalid_grant", reason: "user_grant_refused") }
             if let transfer = reg.transfers[MigrationRegistry.transferKey(clientID, teamID, target)],
                now > transfer.at + MigrationRegistry.windowSeconds {
                 return .refused(code: "invalid_grant", reason: "migration_window_closed")
@@ -151,6 +171,7 @@ extension SandboxModel {
             }
             guard let user = reg.users[issued.userKey] else { return .refused(code: "invalid_request", reason: "unknown_user") }
             guard !user.revoked else { return .refused(code: "invalid_request", reason: "user_revoked") }
+            guard !user.grantRefused else { return .refused(code: "invalid_grant", reason: "user_grant_refused") }
             return .migrated(
                 sub: MigrationDerivation.sub(user: user.appleUserID, team: teamID),
                 email: user.privateEmail ? MigrationDerivation.relayEmail(user: user.appleUserID, team: teamID) : nil,

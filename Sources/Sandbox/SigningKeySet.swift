@@ -7,13 +7,18 @@ import Synchronization
 /// One key signs (the newest); `rotate` adds a new signing key and keeps publishing the previous
 /// ones, as Apple does while tokens signed with them may still be in flight; `retire` stops
 /// publishing every key but the signing one. id_tokens and notifications are signed with the
-/// current key and carry its `kid`.
+/// current key and carry its `kid`. A key rotated in with `publish: false` signs before it is in
+/// `/auth/keys` (a JWKS copy that lags the signer) until `publish()`.
 final class SigningKeySet: Sendable {
     private struct State {
         var current: any RS256Signing
+        var currentPublished = true
         var previous: [any RS256Signing] = []
         var jwks: String = ""
         var rotations = 0
+
+        /// The keys in `/auth/keys`, newest first.
+        var published: [any RS256Signing] { (currentPublished ? [current] : []) + previous }
     }
     private let state: Mutex<State>
 
@@ -27,7 +32,7 @@ final class SigningKeySet: Sendable {
     var jwks: String { state.withLock { $0.jwks } }
 
     /// Key ids published now, newest first.
-    var publishedKIDs: [String] { state.withLock { [$0.current.keyID] + $0.previous.map(\.keyID) } }
+    var publishedKIDs: [String] { state.withLock { $0.published.map(\.keyID) } }
 
     var currentKID: String { state.withLock { $0.current.keyID } }
 
@@ -37,13 +42,24 @@ final class SigningKeySet: Sendable {
     /// Rotations since start.
     var rotations: Int { state.withLock { $0.rotations } }
 
-    /// Makes `next` the signing key; the previous keys stay published until `retire()`.
-    func rotate(to next: any RS256Signing) {
+    /// Makes `next` the signing key; the previous keys stay published until `retire()` (a previous
+    /// key that was not yet published is published now). With `publish: false`, `next` signs but
+    /// is left out of the JWKS until `publish()`.
+    func rotate(to next: any RS256Signing, publish: Bool = true) {
         state.withLock { s in
             s.previous.insert(s.current, at: 0)
             s.current = next
+            s.currentPublished = publish
             s.rotations += 1
-            s.jwks = Self.document([s.current] + s.previous)
+            s.jwks = Self.document(s.published)
+        }
+    }
+
+    /// Publishes the signing key if it was rotated in unpublished.
+    func publish() {
+        state.withLock { s in
+            s.currentPublished = true
+            s.jwks = Self.document(s.published)
         }
     }
 
@@ -53,7 +69,7 @@ final class SigningKeySet: Sendable {
         state.withLock { s in
             let removed = s.previous.map(\.keyID)
             s.previous = []
-            s.jwks = Self.document([s.current])
+            s.jwks = Self.document(s.published)
             return removed
         }
     }

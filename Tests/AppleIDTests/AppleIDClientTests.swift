@@ -55,9 +55,22 @@ import TestSupport
         #expect(response.refreshToken == nil)
     }
 
+    /// A refresh validation's 200 is the verdict: without `access_token` the token is still valid,
+    /// with a warning. A client-credentials token without one is useless, so it stays an error.
+    @Test(arguments: [#"{"token_type":"Bearer","expires_in":3600}"#, #"{"access_token":"","token_type":"Bearer"}"#,
+                      #"{"access_token":null,"id_token":"x.y.z"}"#])
+    func refreshWithoutAccessTokenIsValidWithAWarning(_ body: String) async throws {
+        let response = try await Self.client(Self.reply(200, body)).validateRefreshToken("r")
+        #expect(response.accessToken.isEmpty)
+        #expect(response.warnings == [TokenResponse.missingAccessTokenWarning])
+        #expect(response.description.hasPrefix("TokenResponse(access_token: absent,"))
+        let mint = await Self.failure(Self.reply(200, body)) { try await $0.clientCredentialsToken() }
+        #expect(mint?.errorClass == .permanent && mint?.detail == "malformed success body: missing access_token")
+        let full = try await Self.client(Self.reply(200, #"{"access_token":"a","token_type":"Bearer"}"#)).validateRefreshToken("r")
+        #expect(full.warnings.isEmpty)
+    }
+
     @Test(arguments: [
-        (#"{"token_type":"Bearer","expires_in":3600}"#, "malformed success body: missing access_token"),
-        (#"{"access_token":"","token_type":"Bearer"}"#, "malformed success body: missing access_token"),
         (#"{"access_token":"a","token_type":"mac"}"#, "malformed success body: token_type is not bearer"),
         (#"{"access_token":"a","expires_in":"soon"}"#, "malformed success body: expires_in is not a non-negative integer"),
     ])

@@ -35,12 +35,15 @@ import SIWACrypto
     @Test(arguments: [
         (true as any Sendable, true), (false as any Sendable, false), ("true" as any Sendable, true),
         ("false" as any Sendable, false), ("TRUE" as any Sendable, true), ("False" as any Sendable, false),
+        (1 as any Sendable, true), (0 as any Sendable, false), ("1" as any Sendable, true), ("0" as any Sendable, false),
+        (" true " as any Sendable, true),
     ])
-    func booleanClaimsAcceptBoolsAndStrings(_ value: any Sendable, _ expected: Bool) async throws {
+    func booleanClaimsAreReadLeniently(_ value: any Sendable, _ expected: Bool) async throws {
         let claims = try await verify(["email_verified": value, "is_private_email": value, "nonce_supported": value])
         #expect(claims.emailVerified == expected)
         #expect(claims.isPrivateEmail == expected)
         #expect(claims.nonceSupported == expected)
+        #expect(claims.warnings.isEmpty)
     }
 
     @Test func absentBooleansAreNil() async throws {
@@ -49,13 +52,42 @@ import SIWACrypto
         #expect(claims.transferSub == nil && claims.realUserStatus == nil && claims.events == nil)
     }
 
+    /// Issue 8 §10: an odd flag never rejects a correctly signed token; it reads as false and says so.
     @Test(arguments: ["email_verified", "is_private_email", "nonce_supported"])
-    func otherBooleanShapesAreMalformedNamingTheClaim(_ name: String) async throws {
-        for value: any Sendable in [1, "yes", ["true"]] {
-            let error = try await rejection([name: value])
-            #expect(error?.reason == .malformed)
-            #expect(error?.detail.hasPrefix("claim \(name): expected a boolean or \"true\"/\"false\"") == true)
+    func otherBooleanShapesReadAsFalseWithAWarning(_ name: String) async throws {
+        let cases: [(any Sendable, String)] = [
+            ("yes", "the string \"yes\""), (2, "the number 2"), (NSNull(), "null"), (["true"], "an array"),
+            (["a": 1], "an object"), (1.5, "a number"),
+        ]
+        let key = try F.keys()[0]
+        for (value, shown) in cases {
+            var object = F.idClaims().mapValues { $0 as Any }
+            object[name] = value
+            let payload = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            let token = try F.raw(header: #"{"alg":"RS256","kid":"KEYAAA1"}"#, payload: payload) { try key.signRS256($0) }
+            let claims = try await F.verifier(try F.standardProvider()).verify(token)
+            let read = [claims.emailVerified, claims.isPrivateEmail, claims.nonceSupported]
+            #expect(read.compactMap { $0 } == [false], "\(name) = \(shown)")
+            #expect(claims.warnings == ["claim \(name): \(shown) is not a boolean; read as false"])
         }
+        let json = String(decoding: try JSONEncoder().encode(try await verify([name: "yes"])), as: UTF8.self)
+        #expect(json.contains(#""warnings":["claim \#(name): the string \"yes\" is not a boolean; read as false"]"#), "\(json)")
+        let clean = String(decoding: try JSONEncoder().encode(try await verify([:])), as: UTF8.self)
+        #expect(!clean.contains("warnings"))
+    }
+
+    /// Issue 8 §10: `sub` is required in an id_token; `exp`/`iat` in milliseconds are refused.
+    @Test func subIsRequiredAndTimesMustBeSeconds() async throws {
+        #expect(try await rejection(["sub": NSNull()]) == JWTVerificationError(.malformed, "claim sub: missing; an id_token must name its user"))
+        #expect(try await rejection(["sub": ""]) == JWTVerificationError(.malformed, "claim sub: empty; an id_token must name its user"))
+        let msExp = Int64(F.now + 590) * 1000
+        #expect(try await rejection(["exp": msExp]) == JWTVerificationError(
+            .malformed, "claim exp: \(msExp) is above 10^11, so milliseconds; expected seconds since 1970"))
+        #expect(try await rejection(["iat": "\(Int64(F.now) * 1000)"])?.detail.hasPrefix("claim iat: \(Int64(F.now) * 1000) is above 10^11") == true)
+        #expect(try await rejection(["nbf": Int64(F.now) * 1000])?.detail.hasPrefix("claim nbf:") == true)
+        let edge = try await rejection(["exp": 100_000_000_000])
+        #expect(edge == nil, "10^11 itself is seconds (the year 5138)")
+        #expect(try await rejection(["exp": 100_000_000_001])?.detail.hasPrefix("claim exp: 100000000001 is above 10^11") == true)
     }
 
     @Test func timeClaimsAcceptNumericStrings() async throws {

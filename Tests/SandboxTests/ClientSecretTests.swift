@@ -12,6 +12,14 @@ import Testing
         #expect(f.model.stats().clientSecretsVerified == 1)
     }
 
+    /// Our secrets back-date `iat` 60 s (and a slow clock may do more): no lower bound on `iat`.
+    @Test func backDatedIatIsAccepted() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        #expect(try f.refresh("rt-1", secret: try f.secret(iat: f.now - 60, exp: f.now + 600)).status == 200)
+        #expect(try f.refresh("rt-1", secret: try f.secret(iat: f.now - 3600, exp: f.now + 600)).status == 200)
+    }
+
     /// Each broken secret must produce exactly Apple's `invalid_client` answer.
     enum Bad: String, CaseIterable {
         case derSignature, wrongKid, missingKid, wrongIss, wrongAud, subMismatch, expired, expTooFar

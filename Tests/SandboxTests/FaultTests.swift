@@ -38,6 +38,18 @@ import TestSupport
         #expect(r.text.contains("<center>Apple</center>"))
     }
 
+    @Test func html400AndNoAccessTokenFaults() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        try script(f, #"{"next":1,"kind":"html_400"}"#)
+        try script(f, #"{"next":1,"kind":"no_access_token"}"#)
+        let html = try f.refresh("rt-1")
+        #expect(html.status == 400 && html.header("Content-Type") == "text/html" && html.text.contains("400 Bad Request"))
+        let bare = try f.refresh("rt-1")
+        #expect(bare.status == 200 && f.json(bare)?["access_token"] == nil && f.json(bare)?["token_type"] as? String == "Bearer")
+        #expect(try f.refresh("rt-1").status == 200)
+    }
+
     @Test func resetClosesTheConnectionWithoutAResponse() throws {
         let f = try SandboxFixture()
         f.registerToken("rt-1")

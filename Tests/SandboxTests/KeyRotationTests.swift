@@ -62,4 +62,33 @@ import Testing
         #expect(try f.get("/__sandbox/keys/rotate").status == 405)
         #expect(try f.postJSON("/__sandbox/notifications", #"{"events":[{"type":"x"}]}"#).status == 400)
     }
+
+    /// Issue 8 §10: a key that signs before `/auth/keys` serves it, published later.
+    @Test func anUnpublishedKeySignsUntilPublished() async throws {
+        let f = try SandboxFixture()
+        let c = SandboxFixture.clientID
+        let oldKID = try #require(f.server.publishedKIDs.first)
+        let rotated = try #require(f.json(try f.postJSON("/__sandbox/keys/rotate", #"{"publish":false}"#)))
+        let newKID = try #require(rotated["kid"] as? String)
+        #expect(rotated["published"] as? [String] == [oldKID])
+        let token = try mint(f, #"{"type":"account-delete","sub":"s","client_id":"\#(c)","is_private_email":1}"#)[0]
+        let unpublished = await (try verifier(f)).rejection(token)
+        #expect(unpublished?.reason == .unknownKID, "\(String(describing: unpublished))")
+        let published = try #require(f.json(try f.postJSON("/__sandbox/keys/publish", "")))
+        #expect(published["published"] as? [String] == [newKID, oldKID])
+        let claims = try await verifier(f).verify(token)
+        #expect(claims.events?.isPrivateEmail == true, "is_private_email sent as the number 1")
+        #expect(try f.get("/__sandbox/keys/publish").status == 405)
+    }
+}
+
+extension JWTVerifier {
+    func rejection(_ token: String) async -> JWTVerificationError? {
+        do {
+            _ = try await verify(token)
+            return nil
+        } catch {
+            return error
+        }
+    }
 }

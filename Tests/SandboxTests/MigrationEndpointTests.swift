@@ -95,6 +95,28 @@ import TestSupport
         #expect((body["is_private_email"] as? Bool) == false || (body["is_private_email"] as? String) == "false")
     }
 
+    /// Issue 8 §10: a user Apple refuses with `invalid_grant` alone, whatever the bearer, while the
+    /// same bearer serves everyone else (export and import).
+    @Test func aGrantRefusedUserIsInvalidGrantAloneOnBothSides() throws {
+        let a = try bearer()
+        let transferSub = try #require(f.json(export("001.aaa.0001", bearer: a))?["transfer_sub"] as? String)
+        let registered = try f.postJSON("/__sandbox/users", """
+            {"users":[{"team_id":"\(SandboxFixture.teamID)","client_id":"\(SandboxFixture.clientID)","sub":"001.aaa.0001",
+                       "private_email":true,"state":"invalid_grant"}]}
+            """)
+        #expect(registered.status == 200, "\(registered.text)")
+        let refused = try export("001.aaa.0001", bearer: a)
+        #expect(refused.status == 400 && error(refused) == "invalid_grant" && refused.header("X-Sandbox-Reason") == "user_grant_refused")
+        #expect(try export("001.bbb.0002", bearer: a).status == 200, "the same bearer works for another user")
+        let late = try migrate([("transfer_sub", transferSub)], team: Self.teamB, bearer: bearer(team: Self.teamB))
+        #expect(error(late) == "invalid_grant" && late.header("X-Sandbox-Reason") == "user_grant_refused")
+        #expect(f.model.setMigrationUserGrantRefused(teamID: SandboxFixture.teamID, clientID: SandboxFixture.clientID,
+                                                     sub: "001.aaa.0001", refused: false))
+        #expect(try export("001.aaa.0001", bearer: a).status == 200)
+        let bad = try f.postJSON("/__sandbox/users", #"{"users":[{"team_id":"T","client_id":"c","sub":"s","state":"gone"}]}"#)
+        #expect(bad.status == 400 && bad.text.contains("invalid_grant"), "\(bad.text)")
+    }
+
     @Test func perUserFailuresAreInvalidRequest() throws {
         let a = try bearer()
         let revoked = try export("001.ccc.0003", bearer: a)

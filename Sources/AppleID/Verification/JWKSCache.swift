@@ -55,6 +55,9 @@ public actor JWKSCache {
         self.clock = clock
     }
 
+    /// When the current set was fetched (nil before the first good fetch), on the injected clock.
+    public var lastLoadedAt: Date? { current == nil ? nil : loadedAt }
+
     /// Key ids of the current set, in document order (empty before the first good fetch).
     public var knownKIDs: [String] { current?.kids ?? [] }
 

@@ -16,7 +16,7 @@ import SIWACrypto
 /// 4. the signature must be as long as the modulus (`malformed`, e.g. a truncated token) and
 ///    verify as RSASSA-PKCS1-v1_5/SHA-256 (`badSignature`);
 /// 5. the payload must be a JSON object with well-shaped claims (`malformed`, see
-///    `VerifiedClaims`);
+///    `VerifiedClaims`: `sub` in an id_token, `exp`/`iat`/`nbf` in seconds, not above 10^11);
 /// 6. `iss` == `https://appleid.apple.com` (`wrongIssuer`); some `aud` is a configured client id
 ///    (`wrongAudience`); `exp` + leeway > now (`expired`); `iat` and `nbf` <= now + leeway
 ///    (`notYetValid`);
@@ -33,7 +33,9 @@ public struct JWTVerifier: Sendable {
     public let clientIDs: [String]
     /// Clock skew tolerated on `exp`, `iat` and `nbf`.
     public let leeway: Duration
-    private let clock: any WallClock
+    /// The verification time when `verify` is not given one; also the clock callers judge retry
+    /// windows by (e.g. how long an unknown `kid` has been waited for).
+    public let clock: any WallClock
 
     /// - Parameters:
     ///   - keys: the JWKS cache to select keys from.
@@ -111,7 +113,7 @@ public struct JWTVerifier: Sendable {
             throw JWTVerificationError(.notYetValid, "iat \(iat) is \(iat - Int(seconds)) s after the verification time \(Int(seconds)) (leeway \(Int(leeway)) s)")
         }
         let reader = ClaimReader(members: members, context: "claim")
-        if let nbf = try reader.integer("nbf", allowString: true), Double(nbf) > seconds + leeway {
+        if let nbf = try reader.seconds("nbf"), Double(nbf) > seconds + leeway {
             throw JWTVerificationError(.notYetValid, "nbf \(nbf) is after the verification time \(Int(seconds)) (leeway \(Int(leeway)) s)")
         }
     }

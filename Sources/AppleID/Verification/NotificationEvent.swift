@@ -4,9 +4,12 @@ import Foundation
 /// - `events` may be a JSON object or a JSON-encoded string holding that object (real traffic);
 /// - `type` is trimmed and lower-cased; `account-deleted` (Apple's doc) becomes `account-delete`
 ///   (real traffic); other values are kept so the caller can record them;
-/// - `is_private_email` may be a bool or `"true"`/`"false"`;
+/// - `is_private_email` is read leniently (bool, `"true"`/`"false"`, `1`/`0`, `"1"`/`"0"`);
+///   another shape reads as `false` with a warning (`VerifiedClaims.warnings`), never a rejection;
+/// - `sub` is required and non-empty;
 /// - `event_time` is seconds or milliseconds since 1970, told apart by magnitude: values above
-///   10^11 are milliseconds (10^11 s is the year 5138).
+///   10^11 are milliseconds (10^11 s is the year 5138). It is kept as integer milliseconds, so
+///   no value loses a millisecond to floating point on its way to the database.
 public struct NotificationEvent: Sendable, Equatable, Encodable {
     /// The four event types Apple sends.
     public enum Kind: String, Sendable, CaseIterable {
@@ -23,27 +26,45 @@ public struct NotificationEvent: Sendable, Equatable, Encodable {
     /// Relay or real address (email-enabled/-disabled only).
     public let email: String?
     public let isPrivateEmail: Bool?
-    /// When the event happened; nil if `event_time` is absent.
-    public let eventTime: Date?
+    /// When the event happened, milliseconds since 1970 (exact); nil if `event_time` is absent.
+    public let eventTimeMilliseconds: Int64?
+
+    /// When the event happened; nil if `event_time` is absent. For display and comparisons: the
+    /// exact value is `eventTimeMilliseconds` (a `Date` is a `Double` of seconds since 2001).
+    public var eventTime: Date? {
+        eventTimeMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+
+    /// `event_time` as ISO 8601 UTC with milliseconds (`2022-07-12T09:11:03.012Z`), formatted from
+    /// the integer milliseconds.
+    public var eventTimeISO8601: String? { eventTimeMilliseconds.map { Self.iso8601(milliseconds: $0) } }
 
     /// `type` as a known kind, or nil for a type this code does not know.
     public var kind: Kind? { Kind(rawValue: type) }
 
-    public init(type: String, sub: String, email: String?, isPrivateEmail: Bool?, eventTime: Date?) {
+    /// - Parameter eventTimeMilliseconds: milliseconds since 1970.
+    public init(type: String, sub: String, email: String?, isPrivateEmail: Bool?, eventTimeMilliseconds: Int64?) {
         self.type = type
         self.sub = sub
         self.email = email
         self.isPrivateEmail = isPrivateEmail
-        self.eventTime = eventTime
+        self.eventTimeMilliseconds = eventTimeMilliseconds
+    }
+
+    /// - Parameter eventTime: rounded to the nearest millisecond.
+    public init(type: String, sub: String, email: String?, isPrivateEmail: Bool?, eventTime: Date?) {
+        self.init(type: type, sub: sub, email: email, isPrivateEmail: isPrivateEmail,
+                  eventTimeMilliseconds: eventTime.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) })
     }
 
     /// Values above this are milliseconds since 1970; at or below, seconds.
     public static let millisecondsThreshold = 100_000_000_000
 
-    /// Decodes the `events` claim value.
+    /// Decodes the `events` claim value; fallbacks (an odd `is_private_email`) are appended to
+    /// `warnings`.
     /// - Throws: `JWTVerificationError` `.malformed` naming the field (`claim events`,
-    ///   `claim events type`, ...) when the shape is not one of those above.
-    static func decode(_ value: JSONValue) throws(JWTVerificationError) -> NotificationEvent {
+    ///   `claim events type`, `claim events sub`, ...) when the shape is not one of those above.
+    static func decode(_ value: JSONValue, warnings: inout [String]) throws(JWTVerificationError) -> NotificationEvent {
         let members: [String: JSONValue]
         switch value {
         case .object(let object):
@@ -63,21 +84,20 @@ public struct NotificationEvent: Sendable, Equatable, Encodable {
         guard let sub = try reader.string("sub") else {
             throw JWTVerificationError(.malformed, "claim events sub: missing")
         }
+        guard !sub.isEmpty else { throw JWTVerificationError(.malformed, "claim events sub: empty") }
         var type = rawType.trimmingCharacters(in: .whitespaces).lowercased()
         if type == "account-deleted" { type = Kind.accountDelete.rawValue }
-        var eventTime: Date?
+        var milliseconds: Int64?
         if let raw = try reader.integer("event_time", allowString: true) {
             guard raw >= 0 else { throw JWTVerificationError(.malformed, "claim events event_time: negative") }
-            eventTime = raw > millisecondsThreshold
-                ? Date(timeIntervalSince1970: Double(raw) / 1000)
-                : Date(timeIntervalSince1970: Double(raw))
+            milliseconds = raw > millisecondsThreshold ? Int64(raw) : Int64(raw) * 1000
         }
         return NotificationEvent(
             type: type,
             sub: sub,
             email: try reader.string("email"),
-            isPrivateEmail: try reader.bool("is_private_email"),
-            eventTime: eventTime
+            isPrivateEmail: reader.lenientBool("is_private_email", warnings: &warnings),
+            eventTimeMilliseconds: milliseconds
         )
     }
 
@@ -95,9 +115,16 @@ public struct NotificationEvent: Sendable, Equatable, Encodable {
         try container.encode(sub, forKey: .sub)
         try container.encodeIfPresent(email, forKey: .email)
         try container.encodeIfPresent(isPrivateEmail, forKey: .isPrivateEmail)
-        if let eventTime {
-            let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
-            try container.encode(eventTime.formatted(format), forKey: .eventTime)
-        }
+        try container.encodeIfPresent(eventTimeISO8601, forKey: .eventTime)
+    }
+
+    /// ISO 8601 UTC with exactly three fraction digits, from integer milliseconds since 1970
+    /// (whole seconds format exactly; the milliseconds are appended as digits).
+    static func iso8601(milliseconds: Int64) -> String {
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let fraction = Int(milliseconds - seconds * 1000)
+        let whole = Date(timeIntervalSince1970: Double(seconds)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        let digits = String(fraction)
+        return String(whole.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 }

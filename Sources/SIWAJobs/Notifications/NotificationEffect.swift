@@ -29,6 +29,8 @@ struct NotificationEffect: Encodable, Sendable {
     var outcome: NotificationOutcome
     var accountIDs: [Int64]?
     var error: String?
+    /// Claims read with a fallback (`VerifiedClaims.warnings`); in the result's detail only.
+    var warnings: [String] = []
 
     enum CodingKeys: String, CodingKey {
         case notificationID = "notification_id"
@@ -51,15 +53,14 @@ struct NotificationEffect: Encodable, Sendable {
     /// From verified claims; `outcome` and `accountIDs` are filled in once accounts are looked up.
     static func verified(_ id: Int64, claims: VerifiedClaims) -> NotificationEffect {
         var effect = NotificationEffect(notificationID: id, verification: .verified, outcome: .ignored)
+        effect.warnings = claims.warnings
         effect.aud = claims.aud.joined(separator: ",")
         if let event = claims.events {
             effect.eventType = event.type
             effect.sub = event.sub
             effect.email = event.email
             effect.isPrivateEmail = event.isPrivateEmail
-            effect.eventTime = event.eventTime.map {
-                $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
-            }
+            effect.eventTime = event.eventTimeISO8601
             if event.kind == nil { effect.error = "unknown event type" }
         } else {
             effect.error = "verified token has no events claim (not a notification)"
@@ -72,6 +73,7 @@ struct NotificationEffect: Encodable, Sendable {
         let detail = jsonObject([
             "notification_id": String(notificationID), "event_type": eventType,
             "reason": rejectionReason ?? error, "accounts": accountIDs.map { "\($0.count)" },
+            "warnings": warnings.isEmpty ? nil : warnings.joined(separator: "; "),
         ])
         return ResultRecord(outcome: outcome, detail: detail)
     }

@@ -21,7 +21,8 @@ import Queue
 /// workers never apply one `jti` twice), `unknown_sub` (verified, no account), `ignored`
 /// (verified, not one of the four event types, or no `events`), `unverifiable` (rejected; the
 /// reason is kept; the item fails so `work --drain` exits 1), `already_processed`. A JWKS that cannot be fetched is
-/// transient: the item is retried.
+/// transient: the item is retried. An unknown `kid` is retried for `unknownKIDPatience` (see
+/// `NotificationProcessing+UnknownKID.swift`) before it is final.
 public struct NotificationProcessingHandler: JobHandler {
     public static let kind = "notification-processing"
     public var kind: String { Self.kind }
@@ -29,14 +30,19 @@ public struct NotificationProcessingHandler: JobHandler {
     let pool: PostgresPool
     let verifier: JWTVerifier
     let teamID: String
+    let unknownKIDPatience: Duration
 
     /// - Parameters:
-    ///   - verifier: checks signature (RS256, key by `kid`), `iss`, `aud` against its client ids, times.
+    ///   - verifier: checks signature (RS256, key by `kid`), `iss`, `aud` against its client ids,
+    ///     times; its clock also judges `unknownKIDPatience`.
     ///   - teamID: the team whose accounts notifications apply to.
-    public init(pool: PostgresPool, verifier: JWTVerifier, teamID: String) {
+    ///   - unknownKIDPatience: how long after its receipt a notification whose `kid` is not in the
+    ///     JWKS keeps being retried (default 10 minutes; negative means zero).
+    public init(pool: PostgresPool, verifier: JWTVerifier, teamID: String, unknownKIDPatience: Duration = .seconds(600)) {
         self.pool = pool
         self.verifier = verifier
         self.teamID = teamID
+        self.unknownKIDPatience = max(.zero, unknownKIDPatience)
     }
 
     /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
@@ -73,17 +79,18 @@ public struct NotificationProcessingHandler: JobHandler {
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         let ids = items.map { Self.notificationID($0.payload) ?? -1 }
+        var itemFor: [Int64: ClaimedItem] = [:]
+        for (id, item) in zip(ids, items) where itemFor[id] == nil { itemFor[id] = item }
         let stored = try await load(ids.filter { $0 > 0 })
         var decided: [Int64: ItemOutcome] = [:]
         var pending: [NotificationEffect] = []
         for id in Set(ids).sorted() where id > 0 {
-            guard let row = stored[id] else { continue }
+            guard let row = stored[id], let item = itemFor[id] else { continue }
             if row.processed {
                 decided[id] = .succeeded(ResultRecord(outcome: NotificationOutcome.alreadyProcessed, detail: jsonObject(["notification_id": "\(id)"])),
                                          audit: nil, effect: nil)
                 continue
             }
-            let fetchesBefore = await verifier.keys.fetchCount
             do {
                 let claims = try await verifier.verify(row.payload, at: row.receivedAt)
                 var effect = NotificationEffect.verified(id, claims: claims)
@@ -93,7 +100,7 @@ public struct NotificationProcessingHandler: JobHandler {
                 }
                 pending.append(effect)
             } catch {
-                decided[id] = await rejection(id, error, refetched: await verifier.keys.fetchCount > fetchesBefore)
+                decided[id] = await rejection(row, error, item: item)
             }
         }
         let accounts = try await accountIDs(subs: pending.filter { $0.error == nil }.compactMap(\.sub))
@@ -115,23 +122,6 @@ public struct NotificationProcessingHandler: JobHandler {
                 audit: nil, effect: nil)
             return { outcome }
         }
-    }
-
-    /// An unknown `kid` is final only once a fetch made for this very lookup succeeded and still
-    /// lacked it (Apple may have rotated since our last fetch): when the fetch failed or the
-    /// refetch was skipped by the rate limit, the item is retried once the limit allows.
-    private func rejection(_ id: Int64, _ error: JWTVerificationError, refetched: Bool) async -> ItemOutcome {
-        if error.reason == .unknownKID {
-            let fetchFailed = await verifier.keys.lastFetchError != nil
-            if fetchFailed || !refetched {
-                let wait = max(.seconds(1), verifier.keys.minimumRefetchInterval)
-                return .retry(error: "kid not yet verifiable: \(error.detail)", retryAfter: wait,
-                              result: ResultRecord(outcome: NotificationOutcome.discarded,
-                                                   detail: jsonObject(["notification_id": "\(id)", "reason": error.description])))
-            }
-        }
-        let effect = NotificationEffect.rejected(id, reason: error.description)
-        return .failed(effect.result, audit: nil, effect: EffectPayload(effect))
     }
 
     static func notificationID(_ payload: String?) -> Int64? {

@@ -59,13 +59,17 @@ public struct RefreshValidationHandler: JobHandler {
         do { token = try StoredTokens.open(stored, accountID: accountID, keyring: keyring) } catch { return .pauseJob(reason: error.description) }
         let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
         do {
-            try await client.validateRefreshToken(token)
+            let response = try await client.validateRefreshToken(token)
+            // A 200 is the verdict even when Apple's body lacks access_token (the warning says so).
+            let warning = response.warnings.isEmpty ? nil : response.warnings.joined(separator: "; ")
             return .succeeded(
-                ResultRecord(Outcome.valid, httpStatus: 200, tokenFingerprint: fingerprint),
-                audit: AuditRecord(action: "token.validated", detail: jsonObject(["token_fingerprint": fingerprint])),
+                ResultRecord(Outcome.valid, httpStatus: 200, detail: warning.map { jsonObject(["warning": $0]) } ?? "{}",
+                             tokenFingerprint: fingerprint),
+                audit: AuditRecord(action: "token.validated", detail: jsonObject(["token_fingerprint": fingerprint, "warning": warning])),
                 effect: EffectPayload(Effect(tokenStatus: .valid)))
         } catch {
-            return outcome(for: error, fingerprint: fingerprint, clientID: client.clientID)
+            // A non-JSON 4xx is retried once, then permanent (AppleIDError.atAttempt).
+            return outcome(for: error.atAttempt(item.attempt), fingerprint: fingerprint, clientID: client.clientID)
         }
     }
 

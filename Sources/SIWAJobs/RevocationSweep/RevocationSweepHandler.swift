@@ -77,6 +77,7 @@ public struct RevocationSweepHandler: JobHandler {
                 effect: EffectPayload(Effect(wipeFingerprint: stored.fingerprint)))
         } catch {
             if error.isCancellation { return .released }
+            let error = error.atAttempt(item.attempt)   // a non-JSON 4xx is retried once, then permanent
             let detail = jsonObject(["reason": error.detail])
             switch error.errorClass {
             case .configuration:

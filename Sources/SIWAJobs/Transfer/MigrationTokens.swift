@@ -8,6 +8,7 @@ import Synchronization
 /// transfer kinds so every in-flight item of a team and client reuses one bearer token.
 public final class MigrationTokens: Sendable {
     private let providers = Mutex<[String: MigrationTokenProvider]>([:])
+    private let evidence = Mutex<[Int64: GrantEvidence]>([:])
     let refreshMargin: Duration
     let clock: any WallClock
 
@@ -29,6 +30,16 @@ public final class MigrationTokens: Sendable {
             return created
         }
     }
+
+    /// What this process has seen of `job`'s migration calls (`GrantEvidence`), created on first use.
+    func evidence(job: Int64) -> GrantEvidence {
+        evidence.withLock { map in
+            if let existing = map[job] { return existing }
+            let created = GrantEvidence(clock: clock)
+            map[job] = created
+            return created
+        }
+    }
 }
 
 /// Why a migration call did not produce a value.
@@ -40,19 +51,37 @@ enum MigrationCallFailure: Error {
     case grantRefused(AppleIDError)
     /// The call itself failed (per-user, configuration or transient; see `errorClass`).
     case call(AppleIDError)
+    /// `invalid_grant` with a fresh token for this user only (`GrantEvidence` verdict `perUser`);
+    /// `note` says why it is taken to be this user's.
+    case userRefused(AppleIDError, note: String)
+    /// `invalid_grant` with a fresh token, and nothing yet shows whether the grant works: retried.
+    case undecided(AppleIDError)
+
+    /// The error and its explanation when the failure is this user's alone (a permanent failure of
+    /// the item); nil for failures about the job, the token or the transport.
+    var perUser: (error: AppleIDError, note: String?)? {
+        switch self {
+        case .call(let error): (error, nil)
+        case .userRefused(let error, let note): (error, note)
+        case .mint, .grantRefused, .undecided: nil
+        }
+    }
 }
 
 enum MigrationCall {
     /// Runs `body` with the shared bearer token. On `invalid_grant` the token is invalidated
-    /// (single-flight re-mint) and `body` runs once more with the new token.
+    /// (single-flight re-mint) and `body` runs once more with the new token. A success is noted
+    /// in `evidence`.
     /// - Throws: `MigrationCallFailure` saying which step failed.
-    static func run<T: Sendable>(_ provider: MigrationTokenProvider,
+    static func run<T: Sendable>(_ provider: MigrationTokenProvider, evidence: GrantEvidence,
                                  _ body: @Sendable (String) async throws(AppleIDError) -> T) async throws(MigrationCallFailure) -> T {
         for attempt in 1...2 {
             let token: MigrationToken
             do { token = try await provider.token() } catch { throw .mint(error) }
             do {
-                return try await body(token.value)
+                let value = try await body(token.value)
+                evidence.succeeded()
+                return value
             } catch where error.appleError == "invalid_grant" {
                 await provider.invalidate(token)
                 if attempt == 2 { throw .grantRefused(error) }
@@ -77,9 +106,19 @@ enum MigrationCall {
             return .pauseJob(reason: "Apple refused the user.migration access token for team \(teamID), client '\(clientID)' "
                 + "(\(e.appleError ?? e.detail)): check the team ID, the key ID (kid), that the .p8 key belongs to this team "
                 + "and has Sign in with Apple enabled, and the client ID; then resume the job")
+        case .undecided(let e):
+            var result = discarded
+            result.httpStatus = e.httpStatus
+            result.appleError = e.appleError
+            result.detail = jsonObject(["reason": "Apple answered invalid_grant for this user even with a freshly minted token, "
+                + "and no other call of this job has shown yet whether the grant works; retried later"])
+            return .retry(error: "undecided invalid_grant: \(e.description)", retryAfter: .seconds(30), result: result)
+        case .userRefused:
+            return nil
         case .grantRefused(let e):
             return .pauseJob(reason: "Apple answered \(e.appleError ?? "invalid_grant") to /auth/usermigrationinfo even with a freshly minted "
-                + "token for team \(teamID), client '\(clientID)': the migration window is likely closed (transfer date "
+                + "token for team \(teamID), client '\(clientID)', for \(GrantEvidence.refusalsInARow) users in a row with no success "
+                + "in between: the migration window is likely closed (transfer date "
                 + "\(window.day), \(window.daysLeft(now: now)) days left by our clock). If it has closed: transfer the app back to "
                 + "the sending team, then transfer it again, and run the export and import again with the new --transfer-date")
         case .call(let e):

@@ -97,11 +97,12 @@ public struct TransferExportHandler: JobHandler {
         do { client = try registry.client(forJob: teamID, clientID: clientID) } catch { return pauseAll(items, reason: error.description) }
         let subs = try await loadSubs(items.compactMap(\.accountID))
         let provider = tokens.provider(teamID: teamID, client: client)
+        let evidence = tokens.evidence(job: job.id)
         return items.map { item in
             let sub = item.accountID.flatMap { subs[$0] }
             return { [clock] in
                 await Self.export(sub: sub, target: target, teamID: teamID, window: window, client: client, provider: provider,
-                                  clock: clock)
+                                  item: item, evidence: evidence, clock: clock)
             }
         }
     }
@@ -115,31 +116,33 @@ public struct TransferExportHandler: JobHandler {
         return map
     }
 
-    static func export(sub: String?, target: String, teamID: String, window: TransferWindow,
-                       client: AppleIDClient, provider: MigrationTokenProvider, clock: any WallClock) async -> ItemOutcome {
+    static func export(sub: String?, target: String, teamID: String, window: TransferWindow, client: AppleIDClient,
+                       provider: MigrationTokenProvider, item: ClaimedItem, evidence: GrantEvidence,
+                       clock: any WallClock) async -> ItemOutcome {
         guard let sub else {
             return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "account not found"])), audit: nil, effect: nil)
         }
         do {
-            let transferSub = try await MigrationCall.run(provider) { token throws(AppleIDError) in
+            let transferSub = try await MigrationCall.run(provider, evidence: evidence) { token throws(AppleIDError) in
                 try await client.exchangeSub(sub, target: target, accessToken: token)
             }
             return .succeeded(
                 ResultRecord(Outcome.exported, httpStatus: 200, detail: jsonObject(["target": target])),
                 audit: AuditRecord(action: "transfer.exported", detail: jsonObject(["target": target])),
                 effect: EffectPayload(Effect(target: target, transferSub: transferSub)))
-        } catch let failure {
+        } catch {
+            let failure = await MigrationCall.settle(error, item: item.id, attempt: item.attempt, evidence: evidence)
             let discarded = ResultRecord(Outcome.discarded, detail: "{}")
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
                                                            window: window, now: clock.now, discarded: discarded) {
                 return outcome
             }
-            guard case .call(let error) = failure else { return .released }
+            guard let (error, note) = failure.perUser else { return .released }
             let code = error.appleError ?? "http_\(error.httpStatus.map(String.init) ?? "error")"
-            let reason = error.appleError == "invalid_request"
+            let reason = note ?? (error.appleError == "invalid_request"
                 ? "Apple refused this user (invalid_request): usually the user revoked Sign in with Apple for this app, "
                     + "or the sub is not a user of this app"
-                : "Apple refused this user: \(error.detail)"
+                : "Apple refused this user: \(error.detail)")
             return .failed(
                 ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError,
                              detail: jsonObject(["reason": reason, "target": target])),

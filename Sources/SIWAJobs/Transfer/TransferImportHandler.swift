@@ -140,10 +140,12 @@ public struct TransferImportHandler: JobHandler {
         let rows = try await loadRows(importID: importID, lines: lines.compactMap { $0 }, teamID: teamID,
                                       clientID: clientID, source: source)
         let provider = tokens.provider(teamID: teamID, client: client)
-        return zip(items, lines).map { _, line in
+        let evidence = tokens.evidence(job: job.id)
+        return zip(items, lines).map { item, line in
             let row = line.flatMap { rows[$0] }
             return { [clock] in
-                await Self.migrate(row: row, teamID: teamID, window: window, client: client, provider: provider, clock: clock)
+                await Self.migrate(row: row, teamID: teamID, window: window, client: client, provider: provider,
+                                   item: item, evidence: evidence, clock: clock)
             }
         }
     }
@@ -180,29 +182,31 @@ public struct TransferImportHandler: JobHandler {
     }
 
     static func migrate(row: Row?, teamID: String, window: TransferWindow, client: AppleIDClient,
-                        provider: MigrationTokenProvider, clock: any WallClock) async -> ItemOutcome {
+                        provider: MigrationTokenProvider, item: ClaimedItem, evidence: GrantEvidence,
+                        clock: any WallClock) async -> ItemOutcome {
         guard let row else {
             return .failed(ResultRecord(Outcome.failed, detail: jsonObject(["reason": "import row not found"])),
                            audit: nil, effect: EffectPayload(Effect(failure: "import row not found")))
         }
         let transferSub = row.transferSub
         do {
-            let user = try await MigrationCall.run(provider) { token throws(AppleIDError) in
+            let user = try await MigrationCall.run(provider, evidence: evidence) { token throws(AppleIDError) in
                 try await client.exchangeTransferSub(transferSub, accessToken: token)
             }
             return migrated(row: row, user: user)
-        } catch let failure {
+        } catch {
+            let failure = await MigrationCall.settle(error, item: item.id, attempt: item.attempt, evidence: evidence)
             let discarded = ResultRecord(Outcome.discarded, detail: jsonObject(["external_user_id": row.externalUserID]))
             if let outcome = MigrationCall.jobLevelOutcome(failure, clientID: client.clientID, teamID: teamID,
                                                            window: window, now: clock.now, discarded: discarded) {
                 return outcome
             }
-            guard case .call(let error) = failure else { return .released }
+            guard let (error, note) = failure.perUser else { return .released }
             let code = error.appleError ?? "http_\(error.httpStatus.map(String.init) ?? "error")"
-            let reason = error.appleError == "invalid_request"
+            let reason = note ?? (error.appleError == "invalid_request"
                 ? "Apple refused this transfer_sub (invalid_request): the user revoked Sign in with Apple for this app, or the "
                     + "transfer_sub was generated for another team or is unknown"
-                : "Apple refused this transfer_sub: \(error.detail)"
+                : "Apple refused this transfer_sub: \(error.detail)")
             return .failed(
                 ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError,
                              detail: jsonObject(["reason": reason, "external_user_id": row.externalUserID])),
