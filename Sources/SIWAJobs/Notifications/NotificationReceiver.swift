@@ -17,7 +17,8 @@ import Queue
 /// - `503` the database could not commit the row, or gave no answer within the inbox's timeout
 ///   (Apple may retry).
 /// - `GET /healthz`: `200` while the process serves HTTP (liveness; the database is not asked);
-///   `GET /readyz`: `200` when the database answers `SELECT 1` in time, else `503` (readiness).
+///   `GET /readyz`: `200` when the database answers in time and accepts writes, else `503` with
+///   the reason (`database_unavailable`, or `database_read_only` for a standby) (readiness).
 /// Plain HTTP: TLS is terminated in front of it.
 public struct NotificationReceiver: Sendable {
     /// Largest request body read, bytes (64 KiB; a notification JWT is about 1 KiB).
@@ -115,11 +116,16 @@ public struct NotificationReceiver: Sendable {
         }
     }
 
-    /// `/readyz`: the database answers in time.
+    /// `/readyz`: the database answers in time and accepts writes (503 `database_read_only` for a
+    /// hot standby or read-only transactions, with the reason).
     private func readiness() async -> HTTPServerResponse {
         do {
             try await inbox.ping()
             return .json(#"{"status":"ready"}"#, status: 200)
+        } catch let error as DatabaseError where error.meaning == .readOnly {
+            logger.warning("not ready: the database is read-only", ["error": String(describing: error).prefix(300).description])
+            return .json(#"{"error":"database_read_only","message":"the database is read-only: a standby or a failover in progress"}"#,
+                         status: 503)
         } catch {
             logger.warning("not ready: database check failed", ["error": String(describing: error).prefix(300).description])
             return .json(#"{"error":"database_unavailable"}"#, status: 503)
