@@ -54,8 +54,8 @@ struct ConnectionFailure: Sendable, Equatable {
             return misconfigured("unknown role: check PGUSER or the user in DATABASE_URL")
         }
         if message.contains("database \""), message.contains("\" does not exist") {
-            return misconfigured("unknown database: check PGDATABASE or the database name in DATABASE_URL "
-                + "(create it, then run 'siwa-jobs migrate')")
+            return misconfigured("unknown database: check PGDATABASE or the database name in DATABASE_URL; "
+                + "a new one is created by hand, then 'siwa-jobs migrate'")
         }
         if message.contains("no pg_hba.conf entry") || message.contains("pg_hba.conf rejects connection") {
             return misconfigured("the server's pg_hba.conf admits no such connection: check PGHOST, PGUSER, "
