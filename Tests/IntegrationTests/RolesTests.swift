@@ -62,15 +62,19 @@ import Testing
             return env
         }
 
-        // The worker: a refresh validation, drained under the worker login.
-        let job = try await world.enqueue()
+        // The worker login: a refresh validation enqueued, drained and looked at.
+        let enqueue = try await BinaryProcess.run(["enqueue", "refresh-validation"], environment: env(worker))
+        #expect(enqueue.status == 0, "\(enqueue.stdout)\(enqueue.stderr)")
+        let jobID: Int64 = try await db.scalar("SELECT max(id) FROM siwa.jobs WHERE kind = 'refresh-validation'")
         let validation = try await BinaryProcess.run(["work", "--drain"], environment: env(worker))
         #expect(validation.status == 0, "\(validation.stderr.suffix(2000))")
         let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
-        let progress = try await db.pool.query("SELECT valid, invalid, terminal FROM siwa.job_progress WHERE job_id = \(job.jobID)")
+        let progress = try await db.pool.query("SELECT valid, invalid, terminal FROM siwa.job_progress WHERE job_id = \(jobID)")
         let row = try #require(progress.first)
         #expect(try row.decode("terminal", as: Int.self) == 40)
         #expect(try row.decode("valid", as: Int.self) == truth.valid && row.decode("invalid", as: Int.self) == truth.revoked)
+        let status = try await BinaryProcess.run(["status", "--job", "\(jobID)"], environment: env(worker))
+        #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
 
         // The receiver: a POST stored and planned under the receiver login.
         let (receiver, url) = try await Self.startReceiver(env(receiverRole))
