@@ -17,8 +17,8 @@ import SIWAJobs
 /// | 66 | an input file cannot be read (`token verify --jwks FILE`) |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
-/// | 75 | temporary failure: database unreachable, Apple down, work left for the next run |
-/// | 78 | configuration error, including a job paused for one |
+/// | 75 | temporary failure: database unreachable, busy or read-only, Apple down, work left for the next run |
+/// | 78 | configuration error, including a job paused for one, database settings, a privilege, the schema |
 struct ExitCode: Equatable, Sendable {
     let rawValue: Int32
 
@@ -34,9 +34,10 @@ struct ExitCode: Equatable, Sendable {
     static let temporaryFailure = ExitCode(75)
     static let configuration = ExitCode(78)
 
-    /// `work`: 78 when a job is paused (a configuration error); 75 when the database or Apple
-    /// stopped the run; 1 when items failed permanently or were discarded; 75 when work is left
-    /// pending beyond the drain horizon; else 0.
+    /// `work`: 78 when a job is paused (a configuration error); a database failure that stopped
+    /// the run by its meaning (`of(_: DatabaseError)`: 75, 78 or 70); 75 when Apple stopped it;
+    /// 1 when items failed permanently or were discarded; 75 when work is left pending beyond the
+    /// drain horizon; else 0.
     static func of(_ report: WorkerReport) -> ExitCode {
         if !report.pausedJobs.isEmpty { return .configuration }
         if let failure = report.databaseFailure { return of(databaseFailure: failure) }
