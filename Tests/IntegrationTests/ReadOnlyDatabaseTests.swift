@@ -41,7 +41,7 @@ import Testing
     @Test func aRoleLevelReadOnlySettingIsFoundToo() async throws {
         let db = try await TestDatabase.create()
         let role = "siwa_ro_\(UInt32.random(in: 0...UInt32.max))"
-        try await db.pool.execute(SQL(unsafeSQL: "CREATE ROLE \(role) LOGIN SUPERUSER"))
+        try await db.pool.execute(SQL(unsafeSQL: "CREATE ROLE \(role) LOGIN IN ROLE siwa_receiver"))
         try await Self.makeReadOnly(db, role: role)
         var env = db.environment
         env["PGUSER"] = role
@@ -57,15 +57,7 @@ import Testing
     @Test(.enabled(if: SchemaVersionTests.workerReportsTypedFailures, "needs WorkerReport.databaseFailure: DatabaseError?"))
     func aDatabaseTurningReadOnlyMidRunStopsTheWorkerWith75() async throws {
         let db = try await TestDatabase.create()
-        _ = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 200_000, createdBy: "test")
-        let worker = try BinaryProcess(["work", "--drain", "--kinds", "noop", "--concurrency", "4", "--claim-batch", "50"],
-                                       environment: db.environment)
-        var started = false
-        for _ in 0..<1500 where !started && worker.process.isRunning {
-            started = try await db.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) > 0
-            if !started { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(started, "the worker never wrote a result: \(worker.stderr.suffix(1000))")
+        let worker = try await SchemaVersionTests.workerUnderWay(on: db)
         try await Self.makeReadOnly(db)
         let status = await worker.wait()
         #expect(status == 75, "\(worker.stderr.suffix(2000))")

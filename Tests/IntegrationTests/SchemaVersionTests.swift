@@ -59,9 +59,9 @@ import Testing
         type(of: WorkerReport().databaseFailure) == Optional<DatabaseError>.self
     }
 
-    @Test(.enabled(if: workerReportsTypedFailures, "needs WorkerReport.databaseFailure: DatabaseError?"))
-    func aSchemaDroppedMidRunStopsTheWorkerWith78() async throws {
-        let db = try await TestDatabase.create()
+    /// A `work --drain` process on a long no-op job of `db`, once it has written its first result
+    /// (waited for up to about 30 s).
+    static func workerUnderWay(on db: TestDatabase) async throws -> BinaryProcess {
         _ = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 200_000, createdBy: "test")
         let worker = try BinaryProcess(["work", "--drain", "--kinds", "noop", "--concurrency", "4", "--claim-batch", "50"],
                                        environment: db.environment)
@@ -71,6 +71,13 @@ import Testing
             if !started { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(started, "the worker never wrote a result: \(worker.stderr.suffix(1000))")
+        return worker
+    }
+
+    @Test(.enabled(if: workerReportsTypedFailures, "needs WorkerReport.databaseFailure: DatabaseError?"))
+    func aSchemaDroppedMidRunStopsTheWorkerWith78() async throws {
+        let db = try await TestDatabase.create()
+        let worker = try await Self.workerUnderWay(on: db)
         try await db.pool.execute("DROP SCHEMA siwa CASCADE")
         let status = await worker.wait()
         #expect(status == 78, "\(worker.stderr.suffix(2000))")

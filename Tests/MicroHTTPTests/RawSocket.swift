@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,21 +26,9 @@ final class RawSocket: @unchecked Sendable {   // used by one test task at a tim
         }
     }
 
-    /// - Throws: `TestSetupError` when the connection cannot be made.
+    /// - Throws: `RawHTTPError.connect` when the connection cannot be made.
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSetupError("socket: errno \(errno)") }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            Glibc.close(fd)
-            throw TestSetupError("connect: errno \(errno)")
-        }
+        fd = try RawHTTP.connectedSocket(port: port)
     }
 
     deinit { close() }
@@ -84,9 +73,4 @@ final class RawSocket: @unchecked Sendable {   // used by one test task at a tim
         open = false
         Glibc.close(fd)
     }
-}
-
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
