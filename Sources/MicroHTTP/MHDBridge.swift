@@ -52,7 +52,7 @@ enum MHDBridge {
             ctx.received += size
             if !ctx.overflow, let uploadData {
                 if ctx.body.count + size > ctx.limit {
-                    // More than announced, or a chunked body past the limit: no answer can be
+                    // A body without Content-Length (chunked) past the limit: no answer can be
                     // queued mid-body, so the connection is closed rather than read on.
                     return cmhd_no()
                 } else {
