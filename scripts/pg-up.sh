@@ -30,6 +30,18 @@ max_wal_size = 4GB
 log_min_messages = warning
 CONF
 fi
+# Members of role siwa_password_login must log in with a password (everyone else keeps trust), so
+# tests can try a wrong or missing one. Added once, also to a cluster made by an older script.
+hba="$dir/data/pg_hba.conf"
+hba_changed=0
+if ! grep -q "siwa_password_login" "$hba"; then
+  { echo "local all +siwa_password_login scram-sha-256"
+    echo "host  all +siwa_password_login 127.0.0.1/32 scram-sha-256"
+    cat "$hba"; } > "$hba.new"
+  mv "$hba.new" "$hba"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$hba"
+  hba_changed=1
+fi
 if ! run_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
   run_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
 fi
@@ -39,6 +51,9 @@ for i in $(seq 1 50); do
   sleep 0.2
 done
 [ "$ready" = yes ] || { echo "pg-up: PostgreSQL at $dir port $port is not accepting connections; see $dir/server.log" >&2; exit 69; }
+[ "$hba_changed" = 1 ] && run_pg "$bin/pg_ctl" -D "$dir/data" reload >/dev/null
+psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_roles WHERE rolname='siwa_password_login'" | grep -q 1 \
+  || psql -h "$dir" -p "$port" -U postgres -d postgres -qc "CREATE ROLE siwa_password_login NOLOGIN" >/dev/null
 psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_database WHERE datname='siwa'" | grep -q 1 \
   || psql -h "$dir" -p "$port" -U postgres -d postgres -qc "CREATE DATABASE siwa" >/dev/null
 echo "export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=siwa"

@@ -9,14 +9,17 @@
 #include <microhttpd.h>
 
 /* MHD_start_daemon is variadic: fixed-shape wrapper for the option set the sandbox uses.
-   Binds to one IPv4 address (network byte order), port in host order (0 = kernel picks). */
+   Binds to one IPv4 address (network byte order), port in host order (0 = kernel picks).
+   timeout_seconds: a connection idle that long is closed (0 = never); per_ip_limit: connections
+   at once from one address (0 = no limit). */
 static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, uint32_t ipv4_be,
                                             MHD_AccessHandlerCallback handler, void *cls,
                                             MHD_RequestCompletedCallback completed, void *ccls,
                                             unsigned int connection_limit,
                                             unsigned int thread_pool_size,
                                             unsigned int timeout_seconds,
-                                            unsigned int listen_backlog) {
+                                            unsigned int listen_backlog,
+                                            unsigned int per_ip_limit) {
     struct sockaddr_in addr;
     __builtin_memset(&addr, 0, sizeof(addr));
     addr.sin_family = AF_INET;
@@ -31,6 +34,7 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                                 MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
                                 MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                                 MHD_OPTION_END);
     }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
@@ -39,6 +43,7 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                             MHD_OPTION_END);
 }
 
@@ -46,6 +51,12 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
 static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info == NULL ? 0 : info->port;
+}
+
+/* Connections the daemon holds open now (all threads); 0 if unknown. */
+static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info == NULL ? 0 : info->num_connections;
 }
 
 /* Response from a copied buffer (MHD owns the copy). */

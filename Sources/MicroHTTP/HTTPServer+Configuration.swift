@@ -1,7 +1,7 @@
 import Clocks
 
 extension HTTPServer {
-    /// Where and how an `HTTPServer` listens. Built once, at the edge.
+    /// Where and how an `HTTPServer` listens, and what it tolerates. Built once, at the edge.
     public struct Configuration: Sendable {
         /// IPv4 address to bind, dotted quad: `127.0.0.1`, `0.0.0.0` (no host names, no IPv6).
         public var host: String
@@ -9,14 +9,25 @@ extension HTTPServer {
         public var port: UInt16
         /// libmicrohttpd threads, each running its own epoll loop (at least 1). Default 2.
         public var threads: Int
-        /// Simultaneous connections accepted; more wait in the listen backlog. Default 1024.
+        /// Connections served at once (`MHD_OPTION_CONNECTION_LIMIT`); while that many are open,
+        /// new ones wait in the listen backlog (and beyond it are refused by the kernel) until one
+        /// closes. Default 1024.
         public var connectionLimit: Int
-        /// A connection idle this long (whole seconds) is closed. Default 60 s.
+        /// Connections at once from one client address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`);
+        /// one more is closed at once, unanswered. 0 (the default) sets no per-address limit: a
+        /// reverse proxy or a benchmarking worker is one address.
+        public var connectionsPerIP: Int
+        /// A connection that sends nothing for this long (whole seconds) is closed
+        /// (`MHD_OPTION_CONNECTION_TIMEOUT`): idle keep-alive connections, and requests whose
+        /// headers or body stopped arriving. Zero: never. Default 60 s.
         public var idleTimeout: Duration
         /// The `listen(2)` backlog. Default 512.
         public var listenBacklog: Int
-        /// The largest request body read for a path, bytes. A larger body is discarded unread and
-        /// the request handed to the handler with `bodyTooLarge`. Default 64 KiB for every path.
+        /// The largest request body read for a path, bytes. A request announcing more
+        /// (`Content-Length`) goes to the handler at once with `bodyTooLarge` and an empty body,
+        /// before any of the body is read, and the connection is closed after the answer; a body
+        /// without `Content-Length` that grows past the limit gets the connection closed
+        /// unanswered. Default 64 KiB for every path.
         public var bodyLimit: @Sendable (_ path: String) -> Int
         /// How long a graceful stop (`stop()`, `shutdownGracefully()`) lets requests in flight finish
         /// before the rest are released: delayed ones are answered at once, unanswered async ones
@@ -27,12 +38,13 @@ extension HTTPServer {
 
         /// - Parameter bodyLimit: bytes, for every path (see `bodyLimit`).
         public init(host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = 2, connectionLimit: Int = 1024,
-                    idleTimeout: Duration = .seconds(60), listenBacklog: Int = 512, bodyLimit: Int = 64 * 1024,
-                    gracePeriod: Duration = .seconds(10), clock: any WallClock = SystemClock()) {
+                    connectionsPerIP: Int = 0, idleTimeout: Duration = .seconds(60), listenBacklog: Int = 512,
+                    bodyLimit: Int = 64 * 1024, gracePeriod: Duration = .seconds(10), clock: any WallClock = SystemClock()) {
             self.host = host
             self.port = port
             self.threads = threads
             self.connectionLimit = connectionLimit
+            self.connectionsPerIP = connectionsPerIP
             self.idleTimeout = idleTimeout
             self.listenBacklog = listenBacklog
             self.bodyLimit = { _ in bodyLimit }

@@ -6,10 +6,12 @@ import Synchronization
 
 /// A small HTTP/1.1 server on libmicrohttpd, used by the notification receiver and the sandbox.
 ///
-/// Each request's body is read in full (up to the configuration's body limit for its path; beyond
-/// that the handler gets `bodyTooLarge` and an empty body), then handed to the `HTTPHandler`, whose
-/// result answers, delays (the connection is suspended with `MHD_suspend_connection`, so no daemon
-/// thread waits) or drops the connection. Plain HTTP only: terminate TLS in front of it.
+/// Each request's body is read in full (up to the configuration's body limit for its path; a
+/// request announcing more is handed over unread, with `bodyTooLarge` and an empty body), then
+/// handed to the `HTTPHandler`, whose result answers, delays (the connection is suspended with
+/// `MHD_suspend_connection`, so no daemon thread waits) or drops the connection. Idle connections and stalled requests are closed after
+/// the idle timeout, and connections are capped in all and per client address (see
+/// `Configuration`). Plain HTTP only: terminate TLS in front of it.
 ///
 /// A `Service`: `run()` serves (starting the server unless `start()` already did) until
 /// `shutdownGracefully()` or cancellation. A server runs once: after a stop it does not start again.
@@ -40,6 +42,11 @@ public final class HTTPServer: Service {
     /// The bound port, or 0 when not running.
     public var port: UInt16 { running.withLock { $0?.port ?? 0 } }
 
+    /// Connections open now (served, idle or mid-request; not those waiting in the listen backlog).
+    public var openConnections: Int {
+        running.withLock { $0.map { Int(cmhd_current_connections($0.daemon.pointer)) } ?? 0 }
+    }
+
     /// Requests handed to the handler whose response has not been sent yet.
     public var inFlight: Int { running.withLock { $0?.core.inFlight ?? 0 } }
 
@@ -62,7 +69,7 @@ public final class HTTPServer: Service {
         let daemon = cmhd_start(flags, c.port, address.s_addr, MHDBridge.accessHandler, pointer,
                                 MHDBridge.completedHandler, pointer, UInt32(clamping: max(1, c.connectionLimit)),
                                 UInt32(clamping: max(1, c.threads)), UInt32(clamping: max(0, c.idleTimeout.components.seconds)),
-                                UInt32(clamping: max(1, c.listenBacklog)))
+                                UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)))
         guard let daemon else { throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)") }
         let port = cmhd_bound_port(daemon)
         running.withLock { $0 = Running(daemon: DaemonHandle(pointer: daemon), core: core, port: port) }

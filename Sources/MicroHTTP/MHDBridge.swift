@@ -10,6 +10,7 @@ final class RequestContext: @unchecked Sendable {
     let limit: Int
     var body: [UInt8] = []
     var received = 0
+    /// The body is over `limit`: refused unread (announced) and never buffered.
     var overflow = false
     var dispatched = false
     /// What to send once the suspended connection is resumed.
@@ -34,10 +35,15 @@ enum MHDBridge {
             let path = url.map { String(cString: $0) } ?? "/"
             let ctx = RequestContext(method: method.map { String(cString: $0) } ?? "GET", path: path,
                                      limit: max(0, core.bodyLimit(path)))
-            if let length = header(connection, "Content-Length").flatMap(Int.init), length > 0, length <= ctx.limit {
-                ctx.body.reserveCapacity(length)
-            }
             conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
+            let announced = announcedLength(connection)
+            if let announced, announced > ctx.limit {
+                // Refused before a byte of the body is read: a response queued now makes
+                // libmicrohttpd stop reading and close after it (an async handler's, on resume).
+                ctx.overflow = true
+                return dispatch(ctx, connection: connection, core: core, bodyBytes: announced)
+            }
+            if let announced, announced > 0 { ctx.body.reserveCapacity(announced) }
             return cmhd_yes()
         }
         let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
@@ -46,8 +52,9 @@ enum MHDBridge {
             ctx.received += size
             if !ctx.overflow, let uploadData {
                 if ctx.body.count + size > ctx.limit {
-                    ctx.overflow = true
-                    ctx.body = []
+                    // A body without Content-Length (chunked) past the limit: no answer can be
+                    // queued mid-body, so the connection is closed rather than read on.
+                    return cmhd_no()
                 } else {
                     uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
                         ctx.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
@@ -58,14 +65,23 @@ enum MHDBridge {
             return cmhd_yes()
         }
         if ctx.dispatched { return core.resumed(ctx, connection: connection) }
-        let headers = headerFields(connection)
-        let announced = headers["Content-Length"].flatMap(Int.init) ?? 0
-        let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headers, query: queryArguments(connection),
-                                        body: ctx.overflow ? [] : ctx.body, bodyTooLarge: ctx.overflow,
-                                        bodyBytes: max(announced, ctx.received))
+        return dispatch(ctx, connection: connection, core: core, bodyBytes: max(announcedLength(connection) ?? 0, ctx.received))
+    }
+
+    /// Hands the request to the handler: its body as received, or none when `ctx.overflow`.
+    private static func dispatch(_ ctx: RequestContext, connection: OpaquePointer, core: HTTPServerCore,
+                                 bodyBytes: Int) -> MHD_Result {
+        let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headerFields(connection),
+                                        query: queryArguments(connection), body: ctx.overflow ? [] : ctx.body,
+                                        bodyTooLarge: ctx.overflow, bodyBytes: bodyBytes)
         ctx.body = []
         ctx.dispatched = true
         return core.respond(to: request, context: ctx, connection: connection)
+    }
+
+    /// `Content-Length` as a number of bytes; nil when absent or not a number (chunked bodies).
+    private static func announcedLength(_ connection: OpaquePointer) -> Int? {
+        header(connection, "Content-Length").flatMap { Int($0) }
     }
 
     /// `MHD_RequestCompletedCallback`: drops the request context and counts the request finished.

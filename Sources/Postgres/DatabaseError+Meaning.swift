@@ -47,3 +47,12 @@ extension DatabaseError {
     /// connect, so the SQLSTATE alone cannot tell).
     public var isConnectionMisconfiguration: Bool { misconfiguredConnection }
 }
+
+extension DatabaseError {
+    /// A read-only database found by a check before any write (`PostgresConnection.requireWritable()`):
+    /// SQLSTATE 25006, what the first write would get, so its meaning is `.readOnly`.
+    /// - Parameter reason: what was found, e.g. "the server is a hot standby".
+    public static func readOnly(_ reason: String) -> DatabaseError {
+        DatabaseError(kind: .query, sqlState: "25006", message: "the database is read-only: \(reason)")
+    }
+}

@@ -31,14 +31,18 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     /// True when a connection attempt failed because of its settings (wrong password, unknown
     /// database or role, a parameter libpq refuses), not the network. See `meaning`.
     let misconfiguredConnection: Bool
+    /// For a failed connect: which setting is likely wrong or what to check (fixed text, never a
+    /// value from the settings), e.g. "unknown database: check PGDATABASE …". Part of `description`.
+    public let hint: String?
 
     public init(kind: Kind, sqlState: String? = nil, message: String, connectionWasLost: Bool = false,
-                misconfiguredConnection: Bool = false) {
+                misconfiguredConnection: Bool = false, hint: String? = nil) {
         self.kind = kind
         self.sqlState = sqlState
         self.message = message
         self.connectionWasLost = connectionWasLost
         self.misconfiguredConnection = misconfiguredConnection
+        self.hint = hint
     }
 
     public var description: String {
@@ -51,11 +55,13 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
         }
         var text = "PostgreSQL \(kindName) error"
         if let sqlState { text += " [SQLSTATE \(sqlState)]" }
-        return text + ": " + (isDataException ? Self.withoutQuotedText(message) : message)
+        text += ": " + (isDataException ? Self.withoutQuotedText(message) : message)
+        if let hint { text += " (\(hint))" }
+        return text
     }
 
     /// `message` with every double-quoted span replaced by `"…"`.
-    private static func withoutQuotedText(_ message: String) -> String {
+    static func withoutQuotedText(_ message: String) -> String {
         var result = ""
         var inQuotes = false
         for character in message {

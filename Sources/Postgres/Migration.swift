@@ -28,11 +28,22 @@ public struct MigrationGroup: Sendable, Equatable {
 
 /// Why `migrate` refused or failed. `description` is safe to print.
 public struct MigrationError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// A migration this binary ships is refused: its applied text changed, or its name is
+        /// listed twice.
+        case refused
+        /// The database records migrations this binary does not ship: a newer release (or
+        /// another build) migrated it, so this binary must not touch its schema.
+        case newerSchema
+    }
+
+    public let kind: Kind
     /// The migration concerned, or `-` when none is.
     public let migration: String
     public let message: String
 
-    public init(migration: String, message: String) {
+    public init(migration: String, message: String, kind: Kind = .refused) {
+        self.kind = kind
         self.migration = migration
         self.message = message
     }

@@ -27,10 +27,20 @@ public struct Migrator: Sendable {
     public var migrations: [Migration] { groups.flatMap(\.migrations) }
 
     /// Applies what is pending.
-    /// - Throws: `MigrationError` for a changed migration or a name used twice; `DatabaseError`
-    ///   when a statement fails (that migration's transaction is rolled back).
+    /// - Throws: `MigrationError` for a changed migration or a name used twice (`.refused`), or
+    ///   when the database records migrations this migrator does not know (`.newerSchema`, before
+    ///   anything is applied); `DatabaseError` when a statement fails (that migration's
+    ///   transaction is rolled back).
     public func migrate(on connection: PostgresConnection) async throws -> MigrationReport {
         try requireUniqueNames()
+        let unknown = try await status(on: connection).unknown
+        if !unknown.isEmpty {
+            throw MigrationError(
+                migration: unknown.joined(separator: ", "),
+                message: "is recorded in \(schema).schema_migrations but not shipped by this binary: the database was "
+                    + "migrated by a newer release; run that release's migrate (this one changes nothing)",
+                kind: .newerSchema)
+        }
         try await bootstrap(on: connection)
         var report = MigrationReport()
         for migration in migrations {

@@ -29,9 +29,10 @@ public struct PostgresConfiguration: Sendable {
     }
 
     /// The connection settings as `key=value` pairs with any password replaced by `<redacted>`;
-    /// safe to log. An unparseable conninfo is not echoed at all.
+    /// safe to log. An unparseable conninfo is not echoed at all. An empty conninfo shows where
+    /// the PG* variables point (host, port, user, database; `PQconndefaults`).
     public var redactedDescription: String {
-        if conninfo.isEmpty { return "(libpq defaults from the PG* environment variables)" }
+        if conninfo.isEmpty { return Self.environmentDefaults() }
         guard let options = Self.parse(conninfo) else {
             return "(unparseable conninfo, \(conninfo.utf8.count) bytes)"
         }
@@ -65,6 +66,23 @@ public struct PostgresConfiguration: Sendable {
         pairs.append(("keepalives_count", "3"))
         pairs.append(("dbname", conninfo))
         return pairs
+    }
+
+    /// `host=… port=… user=… dbname=…` as libpq would use them from the PG* variables and its
+    /// built-in defaults (no password), or a note when libpq cannot say.
+    private static func environmentDefaults() -> String {
+        guard let options = PQconndefaults() else { return "(libpq defaults from the PG* environment variables)" }
+        defer { PQconninfoFree(options) }
+        var values: [String: String] = [:]
+        var cursor = options
+        while let keyword = cursor.pointee.keyword {
+            if let value = cursor.pointee.val { values[String(cString: keyword)] = String(cString: value) }
+            cursor += 1
+        }
+        let shown = ["host", "hostaddr", "port", "user", "dbname"].compactMap { key in
+            values[key].flatMap { $0.isEmpty ? nil : "\(key)=\(quoted($0))" }
+        }
+        return shown.isEmpty ? "(libpq defaults from the PG* environment variables)" : shown.joined(separator: " ")
     }
 
     /// Parses a conninfo string with libpq itself; nil if libpq rejects it.

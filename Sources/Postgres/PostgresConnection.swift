@@ -125,10 +125,16 @@ public final class PostgresConnection: @unchecked Sendable {
         guard PQstatus(handle) == CONNECTION_OK else {
             var secrets = configuration.secretsToRedact
             if let password = PQpass(handle) { secrets.append(String(cString: password)) }
-            let raw = PQerrorMessage(handle).map { String(cString: $0) } ?? "unknown error"
+            let raw = LibPQ.trimmed(PQerrorMessage(handle).map { String(cString: $0) } ?? "unknown error")
+            let failure = ConnectionFailure.classify(message: raw, needsPassword: PQconnectionNeedsPassword(handle) == 1,
+                                                     conninfoParses: configuration.isParseable)
             PQfinish(handle)
-            let message = DatabaseError.redact(LibPQ.trimmed(raw), secrets: secrets)
-            return .failure(DatabaseError(kind: .connection, sqlState: "08001", message: message))
+            // libpq quotes the fragment of an unparseable conninfo it stumbled on, which may be
+            // part of a password: drop every quoted span then.
+            let message = DatabaseError.redact(configuration.isParseable ? raw : DatabaseError.withoutQuotedText(raw),
+                                               secrets: secrets)
+            return .failure(DatabaseError(kind: .connection, sqlState: "08001", message: message,
+                                          misconfiguredConnection: failure.misconfigured, hint: failure.hint))
         }
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
         return .success(handle)

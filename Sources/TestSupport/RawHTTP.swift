@@ -29,19 +29,10 @@ public enum RawHTTP {
     /// - Throws: `RawHTTPError`.
     public static func request(port: UInt16, method: String, path: String, headers: [(String, String)] = [],
                         body: [UInt8] = [], timeoutSeconds: Int = 10) throws -> HTTPReply {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawHTTPError.connect(errno) }
+        let fd = try connectedSocket(port: port)
         defer { close(fd) }
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { throw RawHTTPError.connect(errno) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (k, v) in headers { head += "\(k): \(v)\r\n" }
         if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.count)\r\n" }
@@ -65,6 +56,26 @@ public enum RawHTTP {
         }
         if data.isEmpty { throw RawHTTPError.closedWithoutResponse }
         return try parse(data)
+    }
+
+    /// A TCP socket connected to 127.0.0.1:`port`; the caller closes it.
+    /// - Throws: `RawHTTPError.connect` with the errno.
+    public static func connectedSocket(port: UInt16) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTPError.connect(errno) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let error = errno
+            close(fd)
+            throw RawHTTPError.connect(error)
+        }
+        return fd
     }
 
     static func parse(_ data: [UInt8]) throws -> HTTPReply {

@@ -8,8 +8,9 @@ enum DoctorCommand: Command {
         "doctor", abstract: "check the configuration without calling Apple",
         discussion: "Checks SIWA_TEAMS_FILE when set, the team, key and client IDs, the .p8 key (and that it mints a "
             + "client secret that verifies), the token encryption key (and that a stored token opens with it), the "
-            + "Apple base URL, logging, the database, clock skew against it and migrations. Exit 0 when all pass, "
-            + "78 when any configuration check fails, 75 when only the database is unreachable.",
+            + "Apple base URL, logging, the database (and that it accepts writes), clock skew against it and migrations "
+            + "(pending, changed, or newer than this binary). Exit 0 when all pass, 78 when any configuration check "
+            + "fails (database settings included), 75 when only the database is unreachable or read-only.",
         environment: EnvironmentDocs.worker)
 
     static var checksLogging: Bool { false }   // doctor reports it as one of its checks

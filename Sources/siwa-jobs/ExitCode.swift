@@ -17,8 +17,8 @@ import SIWAJobs
 /// | 66 | an input file cannot be read (`token verify --jwks FILE`) |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
-/// | 75 | temporary failure: database unreachable, Apple down, work left for the next run |
-/// | 78 | configuration error, including a job paused for one |
+/// | 75 | temporary failure: database unreachable, busy or read-only, Apple down, work left for the next run |
+/// | 78 | configuration error, including a job paused for one, database settings, a privilege, the schema |
 struct ExitCode: Equatable, Sendable {
     let rawValue: Int32
 
@@ -34,12 +34,14 @@ struct ExitCode: Equatable, Sendable {
     static let temporaryFailure = ExitCode(75)
     static let configuration = ExitCode(78)
 
-    /// `work`: 78 when a job is paused (a configuration error); 75 when the database or Apple
-    /// stopped the run; 1 when items failed permanently or were discarded; 75 when work is left
-    /// pending beyond the drain horizon; else 0.
+    /// `work`: 78 when a job is paused (a configuration error); a database failure that stopped
+    /// the run by its meaning (`of(_: DatabaseError)`: 75, 78 or 70); 75 when Apple stopped it;
+    /// 1 when items failed permanently or were discarded; 75 when work is left pending beyond the
+    /// drain horizon; else 0.
     static func of(_ report: WorkerReport) -> ExitCode {
         if !report.pausedJobs.isEmpty { return .configuration }
-        if report.databaseFailure != nil || report.upstreamFailure != nil { return .temporaryFailure }
+        if let failure = report.databaseFailure { return of(databaseFailure: failure) }
+        if report.upstreamFailure != nil { return .temporaryFailure }
         if report.failed > 0 || report.discarded > 0 { return .failure }
         if report.leftPending > 0 { return .temporaryFailure }
         return .success
@@ -70,7 +72,7 @@ struct ExitCode: Equatable, Sendable {
         case let error as CommandFailure:
             return (error.kind == .refusedInput ? .dataError : .failure, error.lines)
         case let error as MigrationError:
-            return (.dataError, ["\(error)"])
+            return (error.kind == .newerSchema ? .configuration : .dataError, ["\(error)"])
         case let error as TransferRuleError:
             return (.dataError, ["refused: \(error)"])
         case let error as EnqueueError:
@@ -99,15 +101,59 @@ struct ExitCode: Equatable, Sendable {
     }
 
     private static func of(_ error: DatabaseError, database: String) -> (code: ExitCode, lines: [String]) {
-        if error.isConnectionLoss {
-            return (.temporaryFailure, ["database unreachable at \(database): \(error)"])
+        (of(error), [databaseFailureLine(error, database: database)])
+    }
+}
+
+/// Database failures by meaning (`DatabaseError.meaning`), for a thrown error and for a worker run
+/// that stopped on one (`WorkerReport.databaseFailure`).
+extension ExitCode {
+    /// transient 75 (try later), readOnly 75 (a standby or a failover in progress), misconfigured,
+    /// permission and schemaMissing 78 (retrying cannot help), badData and unexpected 70.
+    static func of(_ error: DatabaseError) -> ExitCode {
+        switch error.meaning {
+        case .transient, .readOnly: .temporaryFailure
+        case .misconfigured, .permission, .schemaMissing: .configuration
+        case .badData, .unexpected: .software
         }
-        if error.isUnknownDatabase || error.isInvalidCredentials {
-            return (.configuration, ["database configuration error at \(database): \(error)"])
+    }
+
+    /// A worker run that stopped on a database failure: by its meaning.
+    static func of(databaseFailure: DatabaseError) -> ExitCode { of(databaseFailure) }
+
+    /// A failure known only by its text: temporary, as before the failure was typed.
+    static func of(databaseFailure: String) -> ExitCode { .temporaryFailure }
+
+    /// What to print for a database failure: what it means and what to do.
+    /// - Parameter database: the redacted connection settings.
+    static func databaseFailureLine(_ error: DatabaseError, database: String) -> String {
+        switch error.meaning {
+        case .transient where error.isConnectionLoss:
+            return "database unreachable at \(database): \(error)"
+        case .transient:
+            return "database busy (a timeout, lock or conflict; try again later): \(error)"
+        case .readOnly:
+            return "database is read-only: a standby or a failover in progress (at \(database)); point the settings at "
+                + "the primary (with several hosts, target_session_attrs=read-write), or retry after the failover: \(error)"
+        case .misconfigured:
+            return "database configuration error at \(database): \(error)"
+        case .permission:
+            return "the database role lacks a privilege: grant it siwa_worker (or the role for this command, see the "
+                + "README's roles), or run as the schema owner: \(error)"
+        case .schemaMissing:
+            return "the siwa schema is missing or incomplete: run 'siwa-jobs migrate' (\(error))"
+        case .badData, .unexpected:
+            return "\(error)"
         }
-        if error.isUndefinedTable || error.isUndefinedSchema {
-            return (.configuration, ["the siwa schema is missing or incomplete: run 'siwa-jobs migrate' (\(error))"])
-        }
-        return (.software, ["\(error)"])
+    }
+
+    /// The line for a worker run that stopped on a database failure (`WorkerReport.databaseFailure`).
+    static func workerDatabaseFailureLine(_ failure: DatabaseError, database: String) -> String {
+        "database failure: " + databaseFailureLine(failure, database: database)
+    }
+
+    /// The line for a failure known only by its text.
+    static func workerDatabaseFailureLine(_ failure: String, database: String) -> String {
+        "database failure: \(failure)"
     }
 }

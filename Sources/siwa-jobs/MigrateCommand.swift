@@ -7,7 +7,8 @@ enum MigrateCommand: Command {
     static let spec = CommandSpec(
         "migrate", abstract: "apply sql/ migrations (embedded in the binary); idempotent",
         discussion: "Each migration runs in a transaction and is recorded with its checksum; an applied migration "
-            + "whose text changed is refused (exit 65).",
+            + "whose text changed is refused (exit 65). A database migrated by a newer release (it records migrations "
+            + "this binary does not ship) is refused before anything is applied (exit 78).",
         environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {

@@ -19,6 +19,15 @@ enum NotificationsServeCommand: Command {
     }, default: "/", help: "the path Apple POSTs to (behind the proxy)")
     static let threads = Declare.value("threads", "N", .integer(in: 1...64), default: 2, help: "HTTP server threads")
     static let poolSize = Declare.value("pool-size", "N", .integer(in: 1...64), default: 4, help: "PostgreSQL connections for storing")
+    private static let limits = NotificationReceiver.ConnectionLimits()
+    static let maxConnections = Declare.value("max-connections", "N", .integer(in: 1...65536), default: limits.total,
+                                              help: "connections served at once; more wait in the listen backlog")
+    static let maxConnectionsPerIP = Declare.value("max-connections-per-ip", "N", .integer(in: 0...65536),
+                                                   default: limits.perAddress,
+                                                   help: "connections at once from one address (0: no limit; a proxy is one)")
+    static let idleTimeout = Declare.value("idle-timeout-seconds", "S", .integer(in: 1...3600),
+                                           default: Int(limits.idleTimeout.components.seconds),
+                                           help: "a connection silent this long (idle, or a stalled request) is closed")
     static let databaseTimeout = Declare.value("db-timeout-seconds", "S", .seconds(in: 0.1...300), default: .seconds(10),
                                                help: "longest wait for the database per request before answering 503")
 
@@ -26,7 +35,7 @@ enum NotificationsServeCommand: Command {
         "serve", abstract: "receive Apple's server-to-server notifications (plain HTTP; TLS in front)",
         discussion: "Each payload is stored before 200 is answered, and planned for processing by 'siwa-jobs work'. "
             + "GET /healthz answers while the process runs, GET /readyz when the database answers too.",
-        options: [port, host, path, threads, poolSize, databaseTimeout],
+        options: [port, host, path, threads, poolSize, databaseTimeout, maxConnections, maxConnectionsPerIP, idleTimeout],
         environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
@@ -44,8 +53,11 @@ enum NotificationsServeCommand: Command {
         let planner = NotificationPlanner(enqueuer: Enqueuer(pool: planningPool, clock: context.clock), logger: logger)
         let receiver = NotificationReceiver(inbox: NotificationInbox(pool: pool, timeoutSeconds: timeout), logger: logger,
                                             path: arguments[path], onStored: planner.signal)
+        let limits = NotificationReceiver.ConnectionLimits(
+            total: arguments[maxConnections], perAddress: arguments[maxConnectionsPerIP],
+            idleTimeout: .seconds(arguments[idleTimeout]))
         let server = receiver.server(host: arguments[host], port: UInt16(bindPort), threads: arguments[threads],
-                                     clock: context.clock)
+                                     limits: limits, clock: context.clock)
         let bound: UInt16
         do {
             try await SchemaPreflight.check(pool: planningPool, clock: context.clock)

@@ -82,18 +82,18 @@ enum WorkCommand: Command {
         // The closing log line: the worker's counts and the exit status decided here.
         logger.info("worker stopped", report.logFields.merging([
             "worker.id": configuration.workerID, "exit_code": "\(ExitCode.of(report).rawValue)"]) { $1 })
-        printSummary(report, elapsed: elapsed, stats: arguments[stats])
+        printSummary(report, elapsed: elapsed, stats: arguments[stats], database: context.configuration.postgres.redactedDescription)
         return .of(report)
     }
 
-    private static func printSummary(_ report: WorkerReport, elapsed: Double, stats: Bool) {
+    private static func printSummary(_ report: WorkerReport, elapsed: Double, stats: Bool, database: String) {
         say("worker: succeeded=\(report.succeeded) failed=\(report.failed) discarded=\(report.discarded) retried=\(report.retried) "
             + "released=\(report.released) paused_jobs=\(report.pausedJobs.count) wall_s=\(String(format: "%.2f", elapsed)) "
             + "exit=\(ExitCode.of(report).rawValue)")
         for (job, reason) in report.pausedJobs.sorted(by: { $0.key < $1.key }) {
             say("job \(job) paused: \(reason)")
         }
-        if let failure = report.databaseFailure { say("database failure: \(failure)") }
+        if let failure = report.databaseFailure { say(ExitCode.workerDatabaseFailureLine(failure, database: database)) }
         if let failure = report.upstreamFailure { say("Apple unavailable, run stopped early (items left for the next run): \(failure)") }
         if stats {
             let usage = ProcessUsage.current()

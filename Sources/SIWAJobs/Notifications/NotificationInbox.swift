@@ -51,10 +51,11 @@ public struct NotificationInbox: Sendable {
         return .stored(id: try row.decode("id"))
     }
 
-    /// `SELECT 1` within the deadline, for readiness checks.
-    /// - Throws: `DatabaseError` or `DeadlineExceeded`.
+    /// The database answers within the deadline and accepts writes, for readiness checks.
+    /// - Throws: `DatabaseError` (`DatabaseError.readOnly` for a hot standby or read-only
+    ///   transactions) or `DeadlineExceeded`.
     public func ping() async throws {
-        _ = try await withDatabase { conn in try await conn.query("SELECT 1") }
+        _ = try await withDatabase { conn in try await conn.requireWritable() }
     }
 
     /// Runs `body` on a pooled connection whose `statement_timeout` is `timeoutSeconds`, giving up

@@ -11,21 +11,39 @@ import Queue
 /// - `200 {"status":"stored"}` once the row is committed, `200 {"status":"duplicate"}` when the
 ///   same payload is stored already (no second row);
 /// - `404` a path other than `path` (or the probes); `405` not a POST; `413` body over `bodyLimit`
-///   bytes; `415` a content type that is not JSON; `400` body not a JSON object with a string
+///   bytes (refused before the body is read when `Content-Length` announces it); `415` a content type that is not JSON; `400` body not a JSON object with a string
 ///   `payload`, or a payload that is not a compact JWS (three base64url segments, JSON header and
 ///   claims) with a string `jti`: all logged (without the body) and never stored or processed;
 /// - `503` the database could not commit the row, or gave no answer within the inbox's timeout
 ///   (Apple may retry).
 /// - `GET /healthz`: `200` while the process serves HTTP (liveness; the database is not asked);
-///   `GET /readyz`: `200` when the database answers `SELECT 1` in time, else `503` (readiness).
+///   `GET /readyz`: `200` when the database answers in time and accepts writes, else `503` with
+///   the reason (`database_unavailable`, or `database_read_only` for a standby) (readiness).
 /// Plain HTTP: TLS is terminated in front of it.
 public struct NotificationReceiver: Sendable {
     /// Largest request body read, bytes (64 KiB; a notification JWT is about 1 KiB).
     public static let bodyLimit = 64 * 1024
-    /// Simultaneous connections the server accepts.
-    static let connectionLimit = 1024
-    /// Idle keep-alive connections are closed after this long.
-    static let idleTimeout: Duration = .seconds(60)
+    /// How many connections the receiver serves, and how long a silent one stays open: Apple
+    /// sends one small POST at a time, so a lower ceiling than the sandbox's protects the
+    /// database pool and the threads from piles of idle or stalled connections.
+    public struct ConnectionLimits: Sendable, Equatable {
+        /// Connections served at once; more wait in the listen backlog. Default 256.
+        public var total: Int
+        /// Connections at once from one client address (0: no limit). Default 64: a reverse
+        /// proxy is one address, so this bounds one misbehaving client without a proxy.
+        public var perAddress: Int
+        /// A connection silent this long (idle keep-alive, or a request whose headers or body
+        /// stopped arriving) is closed; whole seconds. Default 30 s: keep a proxy's upstream
+        /// keep-alive timeout below it.
+        public var idleTimeout: Duration
+
+        public init(total: Int = 256, perAddress: Int = 64, idleTimeout: Duration = .seconds(30)) {
+            self.total = total
+            self.perAddress = perAddress
+            self.idleTimeout = idleTimeout
+        }
+    }
+
     /// The listen backlog.
     static let listenBacklog = 512
     /// How long a graceful stop lets requests in flight (a database write) finish before the
@@ -54,11 +72,14 @@ public struct NotificationReceiver: Sendable {
     ///   - host: IPv4 address to bind, e.g. `127.0.0.1` or `0.0.0.0`.
     ///   - port: TCP port; 0 lets the kernel pick (read it from `start()` or `port`).
     ///   - threads: libmicrohttpd threads.
+    ///   - limits: connection caps and the idle timeout.
     ///   - clock: times the grace period.
-    public func server(host: String, port: UInt16, threads: Int = 2, clock: any WallClock) -> HTTPServer {
+    public func server(host: String, port: UInt16, threads: Int = 2, limits: ConnectionLimits = ConnectionLimits(),
+                       clock: any WallClock) -> HTTPServer {
         let configuration = HTTPServer.Configuration(
-            host: host, port: port, threads: threads, connectionLimit: Self.connectionLimit, idleTimeout: Self.idleTimeout,
-            listenBacklog: Self.listenBacklog, bodyLimit: Self.bodyLimit, gracePeriod: Self.gracePeriod, clock: clock)
+            host: host, port: port, threads: threads, connectionLimit: limits.total, connectionsPerIP: limits.perAddress,
+            idleTimeout: limits.idleTimeout, listenBacklog: Self.listenBacklog, bodyLimit: Self.bodyLimit,
+            gracePeriod: Self.gracePeriod, clock: clock)
         return HTTPServer(configuration: configuration, handler: .async { request in .answer(await self.handle(request)) })
     }
 
@@ -115,11 +136,16 @@ public struct NotificationReceiver: Sendable {
         }
     }
 
-    /// `/readyz`: the database answers in time.
+    /// `/readyz`: the database answers in time and accepts writes (503 `database_read_only` for a
+    /// hot standby or read-only transactions, with the reason).
     private func readiness() async -> HTTPServerResponse {
         do {
             try await inbox.ping()
             return .json(#"{"status":"ready"}"#, status: 200)
+        } catch let error as DatabaseError where error.meaning == .readOnly {
+            logger.warning("not ready: the database is read-only", ["error": String(describing: error).prefix(300).description])
+            return .json(#"{"error":"database_read_only","message":"the database is read-only: a standby or a failover in progress"}"#,
+                         status: 503)
         } catch {
             logger.warning("not ready: database check failed", ["error": String(describing: error).prefix(300).description])
             return .json(#"{"error":"database_unavailable"}"#, status: 503)

@@ -2,14 +2,21 @@ import Foundation
 import Postgres
 
 extension Doctor {
-    /// Database reachability, clock skew (more than 30 s fails: client secrets carry iat/exp),
-    /// migrations, and one stored token opened with the configured keys.
+    /// Database reachability, writability (a hot standby or read-only transactions fail, as the
+    /// worker would stop on them), clock skew (more than 30 s fails: client secrets carry
+    /// iat/exp), migrations (pending, changed, or newer than this binary), and one stored token
+    /// opened with the configured keys. A database failure that may pass (unreachable, read-only)
+    /// counts as `databaseUnreachable` (exit 75); one of the settings or the schema as a problem.
     func checkDatabase(_ report: inout DoctorReport) async throws {
         let where_ = configuration.postgres.redactedDescription
         do {
             let connection = try await PostgresConnection.connect(configuration.postgres)
             defer { connection.close() }
             report.ok("database", where_)
+            if let reason = try await connection.readOnlyReason() {
+                report.databaseDown("read-only: \(reason); the worker and the receiver need the primary (point the "
+                    + "settings at it, or retry after the failover)", check: "database writes")
+            }
             let rows = try await connection.query("SELECT extract(epoch FROM clock_timestamp())::float8 AS now")
             let dbNow: Double = try rows.first?.decode("now") ?? 0
             let skew = clock.now.timeIntervalSince1970 - dbNow
@@ -19,9 +26,11 @@ extension Doctor {
                 report.ok("clock", String(format: "skew against the database %.3f s", skew))
             }
             let migrations = try await Migrator().status(on: connection)
-            if migrations.pending.isEmpty && migrations.changed.isEmpty {
-                report.ok("migrations", "all applied" + (migrations.unknown.isEmpty ? "" :
-                    " (the database also has \(migrations.unknown.joined(separator: ", ")), newer than this binary)"))
+            if migrations.pending.isEmpty && migrations.changed.isEmpty && migrations.unknown.isEmpty {
+                report.ok("migrations", "all applied")
+            }
+            if !migrations.unknown.isEmpty {
+                report.fail("migrations", SchemaPreflight.newerSchemaMessage(migrations.unknown))
             }
             if !migrations.pending.isEmpty {
                 report.fail("migrations", "not applied: \(migrations.pending.joined(separator: ", ")) (run 'siwa-jobs migrate')")
@@ -33,7 +42,11 @@ extension Doctor {
                 try await checkStoredToken(connection, keyring: ring, &report)
             }
         } catch let error as DatabaseError {
-            report.databaseDown("\(where_): \(error)")
+            switch error.meaning {
+            case .transient, .readOnly: report.databaseDown("\(where_): \(error)")
+            case .schemaMissing: report.fail("database", "the siwa schema is missing or incomplete: run 'siwa-jobs migrate' (\(error))")
+            case .misconfigured, .permission, .badData, .unexpected: report.fail("database", "\(where_): \(error)")
+            }
         }
     }
 

@@ -19,7 +19,9 @@ public struct DoctorReport: Sendable, Equatable {
     public private(set) var checks: [Check] = []
     /// Configuration problems found (failed checks other than an unreachable database).
     public private(set) var problems = 0
-    /// The database could not be reached (or refused us), so its checks did not run.
+    /// The database could not be reached or is read-only (a standby, a failover in progress):
+    /// something that may pass, so its checks did not run or fail. A database that refuses the
+    /// settings is a problem instead.
     public private(set) var databaseUnreachable = false
 
     public init() {}
@@ -37,9 +39,10 @@ public struct DoctorReport: Sendable, Equatable {
         checks.append(Check(status: .skip, name: name, detail: detail))
     }
 
-    mutating func databaseDown(_ detail: String) {
+    /// - Parameter name: the check's name (default `database`).
+    mutating func databaseDown(_ detail: String, check name: String = "database") {
         databaseUnreachable = true
-        checks.append(Check(status: .fail, name: "database", detail: detail))
+        checks.append(Check(status: .fail, name: name, detail: detail))
     }
 
     /// Runs `body`: an ok line with its result, or a failed line with the error's description.

@@ -1,0 +1,124 @@
+import AppleID
+import Foundation
+import Postgres
+import Sandbox
+import Testing
+@testable import SIWAJobs
+
+/// The documented roles are enough (sql/0003_roles.sql, 0009_roles_least_privilege.sql): LOGIN
+/// roles that are only members of `siwa_worker`, `siwa_receiver` and `siwa_dashboard` (no
+/// superuser, not the owner) run the worker, the receiver and the dashboard reads through the real
+/// binary; the dashboard cannot read token columns.
+@Suite(.serialized) struct RolesTests {
+    /// The views the README documents for dashboards.
+    static let dashboardViews = ["job_progress", "job_outcomes", "token_health", "account_summary", "transfer_status",
+                                 "email_changes", "notification_summary", "accounts_to_delete"]
+
+    /// A LOGIN role that is a member of `group` only, dropped by `dropLogins`.
+    static func login(memberOf group: String, on db: TestDatabase) async throws -> String {
+        let role = "\(group)_login_\(UInt32.random(in: 0...UInt32.max))"
+        try await db.pool.execute(SQL(unsafeSQL: "CREATE ROLE \(role) LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE IN ROLE \(group)"))
+        let rows = try await db.pool.query("""
+            SELECT r.rolsuper AS superuser,
+                   (SELECT count(*)::int FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = 'siwa' AND pg_has_role(\(role), c.relowner, 'USAGE')) AS owned
+            FROM pg_roles r WHERE r.rolname = \(role)
+            """)
+        let row = try #require(rows.first)
+        #expect(try row.decode("superuser", as: Bool.self) == false && row.decode("owned", as: Int.self) == 0,
+                "\(role) must be neither superuser nor owner")
+        return role
+    }
+
+    static func dropLogins(_ roles: [String], on db: TestDatabase) async {
+        for role in roles { _ = try? await db.pool.execute(SQL(unsafeSQL: "DROP ROLE IF EXISTS \(role)")) }
+    }
+
+    /// `notifications serve` as `env` says, once it prints its URL.
+    static func startReceiver(_ env: [String: String]) async throws -> (BinaryProcess, String) {
+        let receiver = try BinaryProcess(["notifications", "serve", "--port", "0"], environment: env)
+        for _ in 0..<500 where receiver.process.isRunning {
+            if let line = receiver.stdout.split(separator: "\n").first(where: { $0.contains("listening on ") }),
+               let url = line.components(separatedBy: "listening on ").last {
+                return (receiver, url.trimmingCharacters(in: .whitespaces) + "/")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        receiver.signal(SIGTERM)
+        _ = await receiver.wait()
+        throw TestFailure("the receiver did not start: \(receiver.stderr.suffix(1500))")
+    }
+
+    @Test func theWorkerReceiverAndDashboardRunUnderTheirRoles() async throws {
+        var world = try await SIWAWorld.create()
+        try await world.seed(accounts: 40, revokedFraction: 0.1)
+        let db = world.database
+        let worker = try await Self.login(memberOf: "siwa_worker", on: db)
+        let receiverRole = try await Self.login(memberOf: "siwa_receiver", on: db)
+        let dashboard = try await Self.login(memberOf: "siwa_dashboard", on: db)
+        func env(_ role: String) -> [String: String] {
+            var env = world.environment
+            env["PGUSER"] = role
+            return env
+        }
+
+        // The worker login: a refresh validation enqueued, drained and looked at.
+        let enqueue = try await BinaryProcess.run(["enqueue", "refresh-validation"], environment: env(worker))
+        #expect(enqueue.status == 0, "\(enqueue.stdout)\(enqueue.stderr)")
+        let jobID: Int64 = try await db.scalar("SELECT max(id) FROM siwa.jobs WHERE kind = 'refresh-validation'")
+        let validation = try await BinaryProcess.run(["work", "--drain"], environment: env(worker))
+        #expect(validation.status == 0, "\(validation.stderr.suffix(2000))")
+        let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
+        let progress = try await db.pool.query("SELECT valid, invalid, terminal FROM siwa.job_progress WHERE job_id = \(jobID)")
+        let row = try #require(progress.first)
+        #expect(try row.decode("terminal", as: Int.self) == 40)
+        #expect(try row.decode("valid", as: Int.self) == truth.valid && row.decode("invalid", as: Int.self) == truth.revoked)
+        let status = try await BinaryProcess.run(["status", "--job", "\(jobID)"], environment: env(worker))
+        #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
+
+        // The receiver: a POST stored and planned under the receiver login.
+        let (receiver, url) = try await Self.startReceiver(env(receiverRole))
+        let sub = try #require(world.seeded?.tokens.first?.sub)
+        let payload = try world.sandbox.signNotifications([NotificationSpec(type: "consent-revoked", sub: sub,
+                                                                            clientID: SIWAWorld.clientID)])[0]
+        let body = Array(try JSONSerialization.data(withJSONObject: ["payload": payload]))
+        let response = try await CurlTransport(maxConnectionsPerHost: 1).send(HTTPRequest(
+            method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body, timeout: .seconds(30)))
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self)) \(receiver.stderr.suffix(1500))")
+        var planned = 0
+        for _ in 0..<1500 where planned == 0 {
+            planned = try await db.scalar("SELECT count(*)::int FROM siwa.notifications WHERE planned_job_id IS NOT NULL")
+            if planned == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(planned == 1, "the receiver's planner never planned the notification: \(receiver.stderr.suffix(1500))")
+        receiver.signal(SIGTERM)
+        #expect(await receiver.wait() == 0, "\(receiver.stderr.suffix(1500))")
+
+        // The worker again: the notification drained under the worker login.
+        let drain = try await BinaryProcess.run(["work", "--drain"], environment: env(worker))
+        #expect(drain.status == 0, "\(drain.stderr.suffix(2000))")
+        let outcome: String = try await db.scalar("SELECT coalesce(outcome, 'unprocessed') FROM siwa.notifications")
+        #expect(outcome == "applied")
+
+        // The dashboard: every documented view reads; token columns and writes are refused.
+        let reader = try await PostgresConnection.connect(PostgresConfiguration(conninfo: "dbname=\(db.name) user=\(dashboard)"))
+        defer { reader.close() }
+        for view in Self.dashboardViews {
+            await #expect(throws: Never.self, "SELECT from siwa.\(view)") {
+                try await reader.query(SQL(unsafeSQL: "SELECT * FROM siwa.\(view) LIMIT 5"))
+            }
+        }
+        for statement in ["SELECT refresh_token_ciphertext FROM siwa.accounts LIMIT 1",
+                          "UPDATE siwa.jobs SET state = 'cancelled'"] {
+            do {
+                try await reader.simpleQuery(unsafeSQL: statement)
+                Issue.record("the dashboard role may run: \(statement)")
+            } catch {
+                #expect(error.meaning == .permission, "\(statement): \(error)")
+            }
+        }
+        reader.close()
+        await Self.dropLogins([worker, receiverRole, dashboard], on: db)
+        await world.tearDown()
+    }
+}
