@@ -13,7 +13,7 @@ import SIWAJobs
 /// | 0 | done; every item succeeded |
 /// | 1 | finished with item failures; or nothing found, refused by the queue, a mismatch |
 /// | 64 | usage error (names the flag) |
-/// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV, a malformed JWKS file |
+/// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV, a malformed JWKS file, a team or client without accounts (a likely typo) |
 /// | 66 | an input file cannot be read (`token verify --jwks FILE`) |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
@@ -72,6 +72,8 @@ struct ExitCode: Equatable, Sendable {
         case let error as MigrationError:
             return (.dataError, ["\(error)"])
         case let error as TransferRuleError:
+            return (.dataError, ["refused: \(error)"])
+        case let error as EnqueueError where error.reason == .likelyTypo:
             return (.dataError, ["refused: \(error)"])
         case let error as EnqueueError:
             return (.failure, ["\(error)"])
