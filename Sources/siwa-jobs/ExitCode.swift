@@ -14,7 +14,7 @@ import SIWAJobs
 /// | 1 | finished with item failures; or nothing found, refused by the queue, a mismatch |
 /// | 64 | usage error (names the flag) |
 /// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV, a malformed JWKS file, a team or client without accounts (a likely typo) |
-/// | 66 | an input file cannot be read (`token verify --jwks FILE`) |
+/// | 66 | an input file cannot be read (`token verify --jwks FILE`, `transfer import-csv FILE`), with the reason |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
 /// | 75 | temporary failure: database unreachable, Apple down, work left for the next run |
@@ -79,6 +79,8 @@ struct ExitCode: Equatable, Sendable {
             return (.failure, ["\(error)"])
         case let error as SeedConflictError:
             return (.failure, ["\(error)"])
+        case let error as InputFileError:
+            return (.noInput, ["\(error)"])
         case let error as ServiceUnavailable:
             return (.unavailable, ["\(error.what): \(error.error)"])
         case let error as TokenVerification.Failure:
