@@ -53,20 +53,7 @@ import Testing
                 .replacingOccurrences(of: "siwa-jobs work", with: "'\(bin)' work")
                 .replacingOccurrences(of: "/etc/siwa-jobs/env", with: directory.appendingPathComponent("env").path)
                 .replacingOccurrences(of: "/var/log/siwa-jobs/", with: directory.path + "/")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", script]
-            process.environment = env
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            async let stdout = out.fileHandleForReading.readToEnd()
-            async let stderr = err.fileHandleForReading.readToEnd()
-            let (o, e) = try await (stdout, stderr)
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: o ?? Data(), as: UTF8.self), String(decoding: e ?? Data(), as: UTF8.self))
+            return try await ShellScript.run(script, environment: env)
         }
 
         func log(_ name: String) -> String {
@@ -158,5 +145,25 @@ import Testing
         #expect(failed.status == 65, "the unit fails (an alert): \(failed.stdout) \(failed.stderr)")
         #expect(failed.stdout.contains("worker: succeeded="), "the drain ran anyway: \(failed.stdout)")
         await world.tearDown()
+    }
+}
+
+/// Runs a `/bin/sh -c` script to its end, capturing stdout and stderr.
+enum ShellScript {
+    static func run(_ script: String, environment: [String: String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        async let stdout = out.fileHandleForReading.readToEnd()
+        async let stderr = err.fileHandleForReading.readToEnd()
+        let (o, e) = try await (stdout, stderr)
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: o ?? Data(), as: UTF8.self), String(decoding: e ?? Data(), as: UTF8.self))
     }
 }
