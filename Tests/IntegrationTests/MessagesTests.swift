@@ -35,6 +35,18 @@ import Testing
         await world.tearDown()
     }
 
+    @Test func aKeyFileReadsFromStandardInputAndADirectorySaysSo() async throws {
+        let world = try await W.create()
+        let key = world.directory.appendingPathComponent("AuthKey_\(W.keyA).p8").path
+        let flags = ["client-secret", "--team-id", W.teamA, "--key-id", W.keyA, "--client-id", W.clientID, "--key-file"]
+        let piped = try await withStdin(world, key, flags + ["-"])
+        #expect(piped.status == 0 && piped.stdout.split(separator: ".").count == 3, "a JWT: \(piped.stdout) \(piped.stderr)")
+        let directory = try await world.run(flags + [world.directory.path])
+        #expect(directory.status == 78 && directory.stderr.contains("cannot be read: is a directory (SIWA_KEY_FILE / --key-file)"),
+                "\(directory.stderr)")
+        await world.tearDown()
+    }
+
     @Test func duplicateLineErrorsAreCapped() async throws {
         let world = try await W.create()
         var text = "external_user_id,transfer_sub\n"
