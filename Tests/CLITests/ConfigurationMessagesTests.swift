@@ -6,16 +6,7 @@ import Testing
 
 /// Issue 8 item 11: configuration messages say what is wrong in the operator's terms.
 @Suite struct ConfigurationMessagesTests {
-    private func failure(_ body: () throws -> Any) -> String? {
-        do {
-            _ = try body()
-            return nil
-        } catch let error as ConfigurationError {
-            return error.description
-        } catch {
-            return "not a ConfigurationError: \(error)"
-        }
-    }
+    private func failure(_ body: () throws -> Any) -> String? { configurationFailure(body) }
 
     @Test func aHexTokenKeyOfTheWrongLengthIsDescribedInHex() throws {
         let hex = Hex.encode(SecureRandom.bytes(32))
@@ -129,5 +120,17 @@ import Testing
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_SAFETY_STOP_PERCENT": "x"]).safetyStopRule(flag: nil) }
             == "SIWA_SAFETY_STOP_PERCENT: expected a percentage from 0 to 99, or off, got 'x'")
         #expect(SafetyStopRule().summary == "pauses the job if more than 50% of the first 200 results are invalid_grant")
+    }
+}
+
+/// The description of the `ConfigurationError` `body` throws; nil when it succeeds.
+func configurationFailure(_ body: () throws -> Any) -> String? {
+    do {
+        _ = try body()
+        return nil
+    } catch let error as ConfigurationError {
+        return error.description
+    } catch {
+        return "not a ConfigurationError: \(error)"
     }
 }

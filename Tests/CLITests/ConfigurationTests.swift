@@ -10,16 +10,7 @@ import Testing
 @Suite struct ConfigurationTests {
     static let team = ["SIWA_TEAM_ID": "ABCDE12345", "SIWA_KEY_ID": "KEY1234567", "SIWA_CLIENT_ID": "com.example.app"]
 
-    private func failure(_ body: () throws -> Any) -> String? {
-        do {
-            _ = try body()
-            return nil
-        } catch let error as ConfigurationError {
-            return error.description
-        } catch {
-            return "not a ConfigurationError: \(error)"
-        }
-    }
+    private func failure(_ body: () throws -> Any) -> String? { configurationFailure(body) }
 
     @Test func defaultsAndRequiredValues() throws {
         let c = SIWAConfiguration(environment: ["SIWA_TEAM_ID": "  ABCDE12345 \n", "SIWA_KEY_ID": "   ", "USER": "ops"])

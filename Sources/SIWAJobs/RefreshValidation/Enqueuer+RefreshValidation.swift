@@ -12,7 +12,7 @@ extension Enqueuer {
                                          safetyStop: SafetyStopRule = SafetyStopRule()) async throws -> EnqueuedJob? {
         try await planClientAccounts(kind: RefreshValidationHandler.kind, teamID: teamID, clientID: clientID,
                                      createdBy: createdBy, maxAttempts: maxAttempts,
-                                     safetyStop: RefreshValidationHandler.safetyArming(safetyStop), accounts: """
+                                     safetyStop: RefreshValidationHandler.safetyStop.arming(safetyStop), accounts: """
             a.deleted_at IS NULL AND a.consent_revoked_at IS NULL
               AND a.token_status NOT IN ('invalid', 'revoked')
               AND (a.token_checked_at IS NULL OR a.token_checked_at < now() - interval '24 hours')

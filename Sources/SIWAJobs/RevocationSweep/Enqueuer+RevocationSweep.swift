@@ -11,7 +11,7 @@ extension Enqueuer {
                                        safetyStop: SafetyStopRule = SafetyStopRule()) async throws -> EnqueuedJob? {
         try await planClientAccounts(kind: RevocationSweepHandler.kind, teamID: teamID, clientID: clientID,
                                      createdBy: createdBy, maxAttempts: maxAttempts,
-                                     safetyStop: RevocationSweepHandler.safetyArming(safetyStop),
+                                     safetyStop: RevocationSweepHandler.safetyStop.arming(safetyStop),
                                      accounts: "a.deleted_at IS NOT NULL OR a.consent_revoked_at IS NOT NULL")
     }
 }

@@ -44,14 +44,14 @@ public struct RevocationSweepHandler: JobHandler {
 
     /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`),
     /// between the safety stop's steps.
-    static let effect = CompletionEffect([safetyCounting, .init("applied_effects", unsafeSQL: """
+    static let effect = CompletionEffect([safetyStop.counting, .init("applied_effects", unsafeSQL: """
         UPDATE siwa.accounts a
         SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
             token_checked_at = now(), updated_at = now()
         FROM done d
         WHERE a.id = d.account_id AND d.effect ? 'wipe'
           AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
-        """)] + safetyDeciding)
+        """)] + safetyStop.deciding)
 
     public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 

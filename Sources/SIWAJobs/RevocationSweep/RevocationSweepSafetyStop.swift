@@ -18,18 +18,6 @@ extension RevocationSweepHandler {
         return EffectPayload(Refusal(appleError: code))
     }
 
-    /// A predicate on `done d`: the item's result is an `invalid_grant`.
-    static let safetyInvalidItem = "d.effect->>'apple_error' = 'invalid_grant'"
-    /// A predicate on `siwa.results r` (the client's last known rate).
-    static let safetyInvalidResult = "r.apple_error = 'invalid_grant'"
-
-    /// The effect's first step: count the batch and judge the window.
-    static let safetyCounting = SafetyStopSQL.counting(invalid: safetyInvalidItem, holdsBack: false)
-    /// The effect's last steps: pause on a trip, audit.
-    static let safetyDeciding = SafetyStopSQL.deciding(holdsBack: false)
-
-    /// How the enqueuer arms the stop with `rule`.
-    static func safetyArming(_ rule: SafetyStopRule) -> SafetyStopArming {
-        SafetyStopArming(rule: rule, resultIsInvalid: safetyInvalidResult)
-    }
+    static let safetyStop = SafetyStopSignal(invalidItem: "d.effect->>'apple_error' = 'invalid_grant'",
+                                             invalidResult: "r.apple_error = 'invalid_grant'", holdsBack: false)
 }

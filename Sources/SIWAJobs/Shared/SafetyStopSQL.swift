@@ -91,3 +91,22 @@ enum SafetyStopSQL {
         return steps
     }
 }
+
+/// One kind's safety stop: how its results count as `invalid_grant`, and whether it holds back
+/// their verdicts. The kind's effect puts `counting` first and `deciding` last; its enqueuer arms
+/// the stop with `arming(_:)`.
+struct SafetyStopSignal: Sendable {
+    /// A predicate on `done d`: the item's result is an `invalid_grant` (constant SQL).
+    let invalidItem: String
+    /// A predicate on `siwa.results r`, for the client's last known rate (constant SQL).
+    let invalidResult: String
+    /// The kind's invalid verdicts wait for the window (`deferred_accounts`).
+    let holdsBack: Bool
+
+    var counting: CompletionEffect.Step { SafetyStopSQL.counting(invalid: invalidItem, holdsBack: holdsBack) }
+    var deciding: [CompletionEffect.Step] { SafetyStopSQL.deciding(holdsBack: holdsBack) }
+
+    func arming(_ rule: SafetyStopRule) -> SafetyStopArming {
+        SafetyStopArming(rule: rule, resultIsInvalid: invalidResult)
+    }
+}
