@@ -3,6 +3,7 @@ import SIWACore
 import SIWACrypto
 @testable import SIWAJobs
 import Testing
+@testable import siwa_jobs
 
 /// Issue 8 item 11: configuration messages say what is wrong in the operator's terms.
 @Suite struct ConfigurationMessagesTests {
@@ -120,6 +121,17 @@ import Testing
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_SAFETY_STOP_PERCENT": "x"]).safetyStopRule(flag: nil) }
             == "SIWA_SAFETY_STOP_PERCENT: expected a percentage from 0 to 99, or off, got 'x'")
         #expect(SafetyStopRule().summary == "pauses the job if more than 50% of the first 200 results are invalid_grant")
+    }
+}
+
+/// The exit codes of this change's errors (ExitCode.swift decides them).
+@Suite struct MessageExitCodeTests {
+    @Test func aLikelyTypoIs65AnUnreadableFile66() {
+        let typo = ExitCode.of(EnqueueError(message: "team 'X' has no account at all", reason: .likelyTypo), database: "")
+        #expect(typo.code == .dataError && typo.lines == ["refused: team 'X' has no account at all"])
+        #expect(ExitCode.of(EnqueueError(message: "already active"), database: "").code == .failure, "transfers still refuse")
+        let file = ExitCode.of(InputFileError(path: "/tmp", reason: .isDirectory), database: "")
+        #expect(file.code == .noInput && file.lines == ["'/tmp' cannot be read: is a directory"])
     }
 }
 

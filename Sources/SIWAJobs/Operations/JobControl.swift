@@ -45,27 +45,30 @@ public struct JobControl: Sendable {
         var override: Int?
         switch action {
         case .resume:
-            // One statement: the job runs again and a tripped safety stop is overridden, its held-back
-            // verdicts applied (the stop's row lock orders this against completions still counting).
-            let rows = try await pool.query("""
-                WITH j AS (UPDATE siwa.jobs SET state = 'running', paused_reason = NULL
-                           WHERE id = \(id) AND state = 'paused' RETURNING id, kind),
-                s AS (UPDATE siwa.safety_stops s SET state = 'overridden', decided_at = now()
-                      FROM j WHERE s.job_id = j.id AND s.state = 'tripped'
-                      RETURNING s.job_id, s.seen, s.invalid, s.threshold_percent, s.deferred_accounts),
-                applied AS (UPDATE siwa.accounts a SET token_status = 'invalid', token_checked_at = now(), updated_at = now()
-                            FROM s WHERE a.id = ANY(s.deferred_accounts) AND a.token_status <> 'revoked'
-                            RETURNING a.id),
-                audit AS (INSERT INTO siwa.audit_log (actor, action, job_id, detail)
-                          SELECT current_user, 'job.safety_stop_overridden', s.job_id,
-                                 jsonb_build_object('seen', s.seen, 'invalid_grant', s.invalid,
-                                                    'threshold_percent', s.threshold_percent,
-                                                    'applied', (SELECT count(*) FROM applied))
-                          FROM s)
-                SELECT pg_notify('siwa_jobs', kind), (SELECT count(*) FROM s)::int AS overridden,
-                       (SELECT count(*) FROM applied)::int AS applied
-                FROM j
-                """)
+            // The job runs again and a tripped safety stop is overridden, its held-back verdicts applied.
+            // The stop's row is locked first, as completion statements lock it before the job's row.
+            let rows = try await pool.transaction { tx in
+                _ = try await tx.query("SELECT job_id FROM siwa.safety_stops WHERE job_id = \(id) FOR UPDATE")
+                return try await tx.query("""
+                    WITH j AS (UPDATE siwa.jobs SET state = 'running', paused_reason = NULL
+                               WHERE id = \(id) AND state = 'paused' RETURNING id, kind),
+                    s AS (UPDATE siwa.safety_stops s SET state = 'overridden', decided_at = now()
+                          FROM j WHERE s.job_id = j.id AND s.state = 'tripped'
+                          RETURNING s.job_id, s.seen, s.invalid, s.threshold_percent, s.deferred_accounts),
+                    applied AS (UPDATE siwa.accounts a SET token_status = 'invalid', token_checked_at = now(), updated_at = now()
+                                FROM s WHERE a.id = ANY(s.deferred_accounts) AND a.token_status <> 'revoked'
+                                RETURNING a.id),
+                    audit AS (INSERT INTO siwa.audit_log (actor, action, job_id, detail)
+                              SELECT current_user, 'job.safety_stop_overridden', s.job_id,
+                                     jsonb_build_object('seen', s.seen, 'invalid_grant', s.invalid,
+                                                        'threshold_percent', s.threshold_percent,
+                                                        'applied', (SELECT count(*) FROM applied))
+                              FROM s)
+                    SELECT pg_notify('siwa_jobs', kind), (SELECT count(*) FROM s)::int AS overridden,
+                           (SELECT count(*) FROM applied)::int AS applied
+                    FROM j
+                    """)
+            }
             changed = rows.count
             if let row = rows.first, try row.decode("overridden", as: Int.self) > 0 { override = try row.decode("applied") }
         case .cancel:
