@@ -78,7 +78,7 @@ run_once() {   # $1 side, $2 binary, $3 workload (noop|validation)
     set -- --kinds noop --concurrency 1024 --claim-batch 1000 --flush-max 1000
   else
     psql -qtAc "UPDATE siwa.accounts SET token_checked_at = NULL, token_status = 'unknown'" >/dev/null
-    job=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | cut -d' ' -f2)
+    job=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
     set -- --concurrency "$CONCURRENCY"
   fi
   psql -qtAc "VACUUM ANALYZE siwa.job_items" >/dev/null

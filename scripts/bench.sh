@@ -79,7 +79,7 @@ export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | hea
 for c in $CONCURRENCIES; do
   # Each run validates every account again: make them due.
   psql -qtAc "UPDATE siwa.accounts SET token_checked_at = NULL, token_status = 'unknown'" >/dev/null
-  job=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | cut -d' ' -f2)
+  job=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
   bound=$(python3 -c "print($c / ($LATENCY_MS / 1000.0))")
   run_worker "$job" "validation C=$c" "$bound" --concurrency "$c"
 done

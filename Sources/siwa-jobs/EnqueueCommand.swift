@@ -9,9 +9,9 @@ enum EnqueueRefreshValidation: Command {
                                           maxAttempts: maxAttempts)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who in
+        try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who, rule in
             try await enqueuer.enqueueRefreshValidation(teamID: target.teamID, clientID: target.clientID, createdBy: who,
-                                                        maxAttempts: arguments[maxAttempts])
+                                                        maxAttempts: arguments[maxAttempts], safetyStop: rule)
         }
     }
 }
@@ -20,13 +20,12 @@ enum EnqueueRefreshValidation: Command {
 enum EnqueueRevocationSweep: Command {
     static let maxAttempts = CommonOptions.maxAttempts(default: 5)
     static let spec = Enqueue.teamJobSpec("revocation-sweep", abstract: "revoke tokens of deleted / consent-revoked accounts",
-                                          discussion: "Exits 1 while a sweep for the team and client is still active.",
                                           maxAttempts: maxAttempts)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who in
+        try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who, rule in
             try await enqueuer.enqueueRevocationSweep(teamID: target.teamID, clientID: target.clientID, createdBy: who,
-                                                      maxAttempts: arguments[maxAttempts])
+                                                      maxAttempts: arguments[maxAttempts], safetyStop: rule)
         }
     }
 }
@@ -67,24 +66,39 @@ enum EnqueueNoop: Command {
 enum Enqueue {
     static let environment = [EnvironmentDocs.database, EnvironmentDocs.user] + EnvironmentDocs.logging
 
-    /// A job for one team and client: `--team-id`, `--client-id`, `--max-attempts`, `--created-by`.
-    static func teamJobSpec(_ name: String, abstract: String, discussion: String = "", maxAttempts: Option<Int>) -> CommandSpec {
-        CommandSpec(name, abstract: abstract, discussion: discussion,
-                    options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, CommonOptions.createdBy],
-                    environment: environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]])
+    static let safetyStop = Declare.option(
+        "safety-stop", "PERCENT", .custom(SafetyStopRule.accepted, summary: "0...99|off") { SafetyStopRule(parsing: $0) },
+        help: "pause the job when more than PERCENT of its first 200 results are invalid_grant (0 or off: never)",
+        environment: ["SIWA_SAFETY_STOP_PERCENT"], defaultText: "50")
+
+    /// A job for one team and client: `--team-id`, `--client-id`, `--max-attempts`, `--safety-stop`, `--created-by`.
+    static func teamJobSpec(_ name: String, abstract: String, maxAttempts: Option<Int>) -> CommandSpec {
+        CommandSpec(name, abstract: abstract,
+                    discussion: "An active job for the team and client is reported (already active: job N) and left to the worker; "
+                        + "no job is created when no account is due (exit 0). A team or client without any account is refused "
+                        + "as a likely typo (exit 65).",
+                    options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, safetyStop, CommonOptions.createdBy],
+                    environment: environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2], EnvironmentDocs.safetyStop])
     }
 
-    /// `run` for a team job: the team and client from the flags or the environment, checked for shape.
+    /// `run` for a team job: the team and client from the flags or the environment, checked for
+    /// shape, and the safety stop from `--safety-stop` or the environment.
     static func teamJob(_ kind: String, _ arguments: ParsedArguments, _ context: CommandContext,
-                        _ plan: @escaping @Sendable (Enqueuer, (teamID: String, clientID: String), String) async throws -> EnqueuedJob)
-        async throws -> ExitCode {
+                        _ plan: @escaping @Sendable (Enqueuer, (teamID: String, clientID: String), String, SafetyStopRule)
+                            async throws -> EnqueuedJob?) async throws -> ExitCode {
         let target = try context.configuration.jobTarget(teamID: arguments[CommonOptions.teamID],
                                                          clientID: arguments[CommonOptions.clientID])
-        return try await run(kind, arguments, context) { enqueuer, who in try await plan(enqueuer, target, who) }
+        let rule = try context.configuration.safetyStopRule(flag: arguments[safetyStop])
+        let nothing = "nothing to enqueue: no account of team \(target.teamID) and client \(target.clientID) is due "
+            + "(each is validated at most once a day, and only while it holds a token not known invalid)"
+        return try await run(kind, arguments, context, nothing: kind == "revocation-sweep"
+            ? "nothing to enqueue: no deleted or consent-revoked account of team \(target.teamID) and client \(target.clientID) holds a token"
+            : nothing) { enqueuer, who in try await plan(enqueuer, target, who, rule) }
     }
 
-    /// Runs `plan` and prints `enqueued job N (kind) with M items`, or `nothing` when there was
-    /// nothing to plan (nil from `plan`: exit 0).
+    /// Runs `plan` and prints `enqueued job N (kind) with M items` (and its safety stop), `already
+    /// active: job N` for a job still running or paused, or `nothing` when there was nothing to
+    /// plan (nil from `plan`); each exits 0.
     static func run(_ kind: String, _ arguments: ParsedArguments, _ context: CommandContext, nothing: String = "nothing to enqueue",
                     _ plan: @escaping @Sendable (Enqueuer, String) async throws -> EnqueuedJob?) async throws -> ExitCode {
         let who = arguments[CommonOptions.createdBy] ?? context.configuration.operatorName
@@ -95,7 +109,13 @@ enum Enqueue {
             say(nothing)
             return .success
         }
+        if job.alreadyActive {
+            say("already active: job \(job.jobID) (\(kind), \(job.items) items); no new job: the worker drains it "
+                + "(siwa-jobs status --job \(job.jobID))")
+            return .success
+        }
         say("enqueued job \(job.jobID) (\(kind)) with \(job.items) items")
+        if let safety = job.safetyStop { say(safety.summary) }
         return .success
     }
 }

@@ -30,6 +30,8 @@ enum EnvironmentDocs {
         EnvironmentVariable("SIWA_LOG_LEVEL", "debug, info (default), warning or error"),
         EnvironmentVariable("SIWA_LOG_FORMAT", "json or text (default: JSON lines unless stderr is a terminal)"),
     ]
+    static let safetyStop = EnvironmentVariable(
+        "SIWA_SAFETY_STOP_PERCENT", "default of --safety-stop: 0...99 or off (default 50)")
     static let user = EnvironmentVariable("USER", "recorded as created_by unless --created-by is given")
 
     /// Everything the worker reads.

@@ -13,8 +13,8 @@ import SIWAJobs
 /// | 0 | done; every item succeeded |
 /// | 1 | finished with item failures; or nothing found, refused by the queue, a mismatch |
 /// | 64 | usage error (names the flag) |
-/// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV, a malformed JWKS file |
-/// | 66 | an input file cannot be read (`token verify --jwks FILE`) |
+/// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV, a malformed JWKS file, a team or client without accounts (a likely typo) |
+/// | 66 | an input file cannot be read (`token verify --jwks FILE`, `transfer import-csv FILE`), with the reason |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
 /// | 75 | temporary failure: database unreachable, busy or read-only, Apple down, work left for the next run |
@@ -75,10 +75,14 @@ struct ExitCode: Equatable, Sendable {
             return (error.kind == .newerSchema ? .configuration : .dataError, ["\(error)"])
         case let error as TransferRuleError:
             return (.dataError, ["refused: \(error)"])
+        case let error as EnqueueError where error.reason == .likelyTypo:
+            return (.dataError, ["refused: \(error)"])
         case let error as EnqueueError:
             return (.failure, ["\(error)"])
         case let error as SeedConflictError:
             return (.failure, ["\(error)"])
+        case let error as InputFileError:
+            return (.noInput, ["\(error)"])
         case let error as ServiceUnavailable:
             return (.unavailable, ["\(error.what): \(error.error)"])
         case let error as TokenVerification.Failure:

@@ -4,7 +4,7 @@ import SIWAJobs
 
 /// `siwa-jobs job resume N`: a paused job runs again.
 enum JobResumeCommand: Command {
-    static let spec = JobAction.spec(.resume, abstract: "resume a paused job (after fixing its configuration error)")
+    static let spec = JobAction.spec(.resume, abstract: "resume a paused job (after fixing its configuration error, or past its safety stop)")
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         try await JobAction.run(.resume, arguments, context)
@@ -37,6 +37,9 @@ enum JobAction {
         switch try outcome.get() {
         case .done:
             say("job \(id): \(action == .resume ? "resumed" : "cancelled")")
+            return .success
+        case .overrodeSafetyStop(let applied):
+            say("job \(id): resumed past its safety stop (not stopped by it again); \(applied) held-back invalid verdicts applied")
             return .success
         case .notFound:
             throw CommandFailure("job \(id) not found")

@@ -1,5 +1,6 @@
 import Commands
 import Foundation
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs notifications send`: asks the sandbox to sign N notifications cycling through the
@@ -28,9 +29,8 @@ enum NotificationsSendCommand: Command {
         let audience = try arguments.required(clientID)
         var subs: [String] = arguments[sub].map { [$0] } ?? []
         if let file = arguments[subsFile] {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw arguments.usageError("--subs-file: cannot read '\(file)'")
-            }
+            let data: [UInt8]
+            do { data = try InputFile.read(file, stdin: true) } catch { throw arguments.usageError("--subs-file: \(error)") }
             subs += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
         }
         guard !subs.isEmpty else { throw arguments.usageError("notifications send: give --sub S or --subs-file F") }

@@ -1,6 +1,7 @@
 import AppleID
 import Commands
 import Foundation
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs token verify`: verifies an identity token or a notification JWT (ops debugging;
@@ -58,8 +59,8 @@ enum TokenVerifyCommand: Command {
     private static func readToken(_ arguments: ParsedArguments) throws -> String {
         if let file = arguments[tokenFile] {
             guard arguments[token] == nil else { throw arguments.usageError("token verify: give TOKEN or --token-file, not both") }
-            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
-            guard let data else { throw arguments.usageError("--token-file: cannot read '\(file)'") }
+            let data: [UInt8]
+            do { data = try InputFile.read(file, stdin: true) } catch { throw arguments.usageError("--token-file: \(error)") }
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard let token = arguments[token] else { throw arguments.usageError("token verify: expected one TOKEN (or --token-file F)") }

@@ -4,7 +4,7 @@ import SIWAJobs
 
 /// What the `transfer` commands share (README "Team transfer runbook"): exit 0 done; 1 refused
 /// by the queue (e.g. a job already active) or nothing found; 65 refused data (bad target,
-/// closed window, invalid CSV: every bad line is listed); 64 usage.
+/// closed window, invalid CSV: its bad lines are listed, the first 100); 66 an unreadable file; 64 usage.
 enum Transfer {
     static let transferDate = Declare.option("transfer-date", "YYYY-MM-DD", .string,
                                              help: "the day the app transfer is (or was) accepted; the window closes 60 days later",

@@ -62,12 +62,13 @@ enum TransferExportCSVCommand: Command {
 
 /// `siwa-jobs transfer import-csv FILE`: validate and load a hand-off file (team B).
 enum TransferImportCSVCommand: Command {
-    static let file = Declare.argument("FILE", .string, help: "the hand-off CSV from the sending team")
+    static let file = Declare.argument("FILE", .string, help: "the hand-off CSV from the sending team (- reads standard input)")
     static let sourceTeamID = Declare.option("source-team-id", "A", .string, help: "the sending team's ID, when known")
 
     static let spec = CommandSpec(
         "import-csv", abstract: "validate and load a hand-off file in one transaction (team B)",
-        discussion: "Any bad line refuses the whole file with every bad line number listed (exit 65); nothing is left behind.",
+        discussion: "Any bad line refuses the whole file with its line number listed (exit 65); nothing is left behind. "
+            + "A file that cannot be read exits 66 with the reason.",
         arguments: [file],
         options: [CommonOptions.teamID, CommonOptions.clientID, Transfer.transferDate, sourceTeamID, CommonOptions.createdBy],
         environment: Transfer.environment)
@@ -117,7 +118,15 @@ enum TransferImportCommand: Command {
                 maxAttempts: arguments[TransferExportCommand.maxAttempts],
                 createdBy: arguments[CommonOptions.createdBy] ?? context.configuration.operatorName)
         }
-        say("enqueued job \(job.jobID) (transfer-import) \(Transfer.planned(job.items, canary: canary, what: "rows"))")
+        let overlap = try await Transfer.withEnqueuer(context) { try await $0.transferImportOverlap(importID: id, exceptJob: job.jobID) }
+        let covered = overlap.reduce(0) { $0 + $1.rows }
+        say("enqueued job \(job.jobID) (transfer-import) "
+            + (job.items == 0 && covered > 0 ? "with no items: its rows are another active import's (below)"
+                                              : Transfer.planned(job.items, canary: canary, what: "rows")))
+        for other in overlap {
+            say("note: \(other.rows) rows are also in import \(other.importID), whose job \(other.jobID) is active and exchanges "
+                + "them: not planned here (Apple is asked once per user)")
+        }
         return .success
     }
 }

@@ -10,16 +10,7 @@ import Testing
 @Suite struct ConfigurationTests {
     static let team = ["SIWA_TEAM_ID": "ABCDE12345", "SIWA_KEY_ID": "KEY1234567", "SIWA_CLIENT_ID": "com.example.app"]
 
-    private func failure(_ body: () throws -> Any) -> String? {
-        do {
-            _ = try body()
-            return nil
-        } catch let error as ConfigurationError {
-            return error.description
-        } catch {
-            return "not a ConfigurationError: \(error)"
-        }
-    }
+    private func failure(_ body: () throws -> Any) -> String? { configurationFailure(body) }
 
     @Test func defaultsAndRequiredValues() throws {
         let c = SIWAConfiguration(environment: ["SIWA_TEAM_ID": "  ABCDE12345 \n", "SIWA_KEY_ID": "   ", "USER": "ops"])
@@ -74,7 +65,7 @@ import Testing
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_TOKEN_KEY": hex, "SIWA_TOKEN_KEYS_PREVIOUS": "k1:\(other)"]).keyring() }
             == "SIWA_TOKEN_KEYS_PREVIOUS: key id 'k1' is listed twice (or equals SIWA_TOKEN_KEY_ID)")
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_TOKEN_KEY_FILE": "/nonexistent/key"]).keyring() }
-            == "SIWA_TOKEN_KEY_FILE '/nonexistent/key' cannot be read")
+            == "SIWA_TOKEN_KEY_FILE '/nonexistent/key' cannot be read: no such file or directory")
         #expect(!(failure { try SIWAConfiguration(environment: ["SIWA_TOKEN_KEY": hex]).keyring() } ?? "").contains(hex))
     }
 
@@ -119,13 +110,14 @@ import Testing
         let all = try SIWAConfiguration(environment: env).allCredentials()
         #expect(all.map { "\($0.teamID) \($0.clientID)" } == ["AAAAA11111 com.example.app", "BBBBB22222 com.example.app",
                                                               "BBBBB22222 com.example.web"])
-        // The single team joins, unless the file already lists that team and client.
+        // The single team joins, unless the file already lists that team and client (with the same
+        // key; a conflicting one is refused: ConfigurationMessagesTests).
         env["SIWA_TEAM_ID"] = "AAAAA11111"
-        env["SIWA_KEY_ID"] = "KEYA999999"
+        env["SIWA_KEY_ID"] = "KEYA111111"
         env["SIWA_CLIENT_ID"] = "com.example.app"
         env["SIWA_PRIVATE_KEY"] = keyA.pkcs8PEM
         let merged = try SIWAConfiguration(environment: env).allCredentials()
-        #expect(merged.count == 3 && merged[0].keyID == "KEYA111111", "the file's entry is kept")
+        #expect(merged.count == 3 && merged[0].keyID == "KEYA111111", "listed once")
         env["SIWA_CLIENT_ID"] = "com.example.ios"
         #expect(try SIWAConfiguration(environment: env).allCredentials().count == 4)
         let registry = try SIWAConfiguration(environment: env.merging(["SIWA_APPLE_BASE_URL": "http://127.0.0.1:9"]) { $1 })
@@ -151,10 +143,10 @@ import Testing
             .hasPrefix("SIWA_TEAMS_FILE teams[0].key_file '") == true)
         #expect(try error(#"[{"team_id": "AAAAA11111", "key_id": "KEYA111111", "key_file": "a.p8", "client_ids": []}]"#)
             == "SIWA_TEAMS_FILE teams[0].client_ids is empty")
-        #expect(try error(#"[{"team_id": "AAAAA11111"}]"#)?.hasSuffix("(missing field 'key_id')") == true)
+        #expect(try error(#"[{"team_id": "AAAAA11111"}]"#)?.hasSuffix("(teams[0]: missing field 'key_id')") == true)
         #expect(try error("{not json")?.hasSuffix("(not valid JSON)") == true)
         #expect(failure { try SIWAConfiguration(environment: [:]).teamsFile("/nonexistent/teams.json") }
-            == "SIWA_TEAMS_FILE '/nonexistent/teams.json' cannot be read")
+            == "SIWA_TEAMS_FILE '/nonexistent/teams.json' cannot be read: no such file or directory")
     }
 
     @Test func notificationSettingsAndJobTargets() throws {

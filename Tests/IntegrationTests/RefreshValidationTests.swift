@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Postgres
 import Sandbox
@@ -34,8 +35,9 @@ import Testing
         let checked: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.accounts WHERE token_checked_at IS NOT NULL")
         #expect(invalidAccounts == truth.revoked && checked == 3000)
         // Planning again the same day finds nothing due: at most one validation per account per day.
-        let again = try await world.enqueue()
-        #expect(again.items == 0)
+        let again = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRefreshValidation(
+            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
+        #expect(again == nil, "no job is created when nothing is due")
         await world.tearDown()
     }
 

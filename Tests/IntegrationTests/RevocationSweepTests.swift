@@ -14,8 +14,8 @@ import Testing
             try await conn.execute("UPDATE siwa.accounts SET deleted_at = now()")
         }
         #expect(marked == 10_000)
-        let job = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
-            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
+        let job = try #require(try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
+            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test"))
         #expect(job.items == 10_000)
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "64"], environment: world.environment)
         #expect(run.status == 0, "\(run.stderr.suffix(1500))")
@@ -40,10 +40,10 @@ import Testing
             SELECT count(*)::int FROM siwa.audit_log WHERE job_id = \(job.jobID) AND action = 'token.revoked_or_invalid'
             """)
         #expect(outcomes == 10_000 && audits == 10_000)
-        // Nothing left to sweep: a second plan is empty.
+        // Nothing left to sweep: a second plan creates no job.
         let again = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
             teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
-        #expect(again.items == 0)
+        #expect(again == nil)
 
         // Secret scan: logs, results, audit rows and views.
         var haystack = run.stdout + run.stderr
@@ -68,8 +68,8 @@ import Testing
         try await world.database.pool.withConnection { conn in
             try await conn.execute("UPDATE siwa.accounts SET consent_revoked_at = now() WHERE id % 3 = 0")
         }
-        let job = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
-            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
+        let job = try #require(try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
+            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test"))
         #expect(job.items == 100)
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "4"], environment: world.environment)
         #expect(run.status == 78)

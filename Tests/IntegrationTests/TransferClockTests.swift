@@ -26,6 +26,11 @@ import TestSupport
         let db = try await TestDatabase.create()
         let clock = ManualClock(start: Self.transferDay)
         let enqueuer = Enqueuer(pool: db.pool, clock: clock)
+        // One (deleted) account: the team and client are known, and nothing is due to export.
+        try await db.pool.execute("""
+            INSERT INTO siwa.accounts (external_user_id, team_id, client_id, sub, deleted_at)
+            VALUES ('u1', \(Self.sender), \(Self.client), '001.a.1', now())
+            """)
         func export(target: String, day: String) async throws -> EnqueuedJob {
             try await enqueuer.enqueueTransferExport(teamID: Self.sender, clientID: Self.client, target: target,
                                                      transferDate: day, canary: 0, createdBy: "test")

@@ -113,6 +113,11 @@ import Testing
 
     @Test func anExportWithNothingToDoSaysSoAndItsStatusIsTruthful() async throws {
         let world = try await W.create()
+        // One account whose exchange already has an outcome (a team without accounts is a typo: MessagesTests).
+        _ = try await world.seedSender(count: 1)
+        try await world.database.pool.execute("""
+            INSERT INTO siwa.transfer_subs (account_id, target_team_id, failure, job_id) VALUES (1, \(W.teamB), 'invalid_request', 0)
+            """)
         let run = try await world.run(["transfer", "export", "--team-id", W.teamA, "--client-id", W.clientID,
                                        "--target", W.teamB, "--transfer-date", world.today])
         #expect(run.status == 0 && run.stdout.contains("nothing to do: all accounts already have an outcome"), "\(run.stdout)")

@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 /// A source of Apple's JWKS document (raw JSON bytes, `{"keys":[…]}`), fetched on demand by
 /// `JWKSCache`. On failure the cache keeps its last good set and records the error.
@@ -14,19 +15,19 @@ public struct FileJWKSProvider: JWKSProvider {
 
     public init(path: String) { self.path = path }
 
-    /// - Throws: `JWKSError` field `file` if the file cannot be read or exceeds
-    ///   `JWKSet.maxDocumentBytes`.
+    /// - Throws: `JWKSError` field `file` if the file cannot be read (with the reason: no such
+    ///   file, a directory, permission denied) or exceeds `JWKSet.maxDocumentBytes`.
     public func fetch() async throws(JWKSError) -> [UInt8] {
-        let data: Data
+        let data: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try InputFile.read(path)
         } catch {
-            throw JWKSError(field: "file", message: "cannot read \(path)")
+            throw JWKSError(field: "file", message: "cannot read \(path): \(error.reasonText)")
         }
         guard data.count <= JWKSet.maxDocumentBytes else {
             throw JWKSError(field: "file", message: "\(path) is \(data.count) bytes; the limit is \(JWKSet.maxDocumentBytes)")
         }
-        return Array(data)
+        return data
     }
 }
 

@@ -1,5 +1,6 @@
 import Clocks
 import Foundation
+import SIWACore
 
 /// Checks one identity token or notification JWT against a JWKS, for `siwa-jobs token verify`
 /// (ops debugging; issue 4 §5). Returns a verdict on the token, or throws when nothing could be
@@ -88,6 +89,8 @@ public enum TokenVerification {
     /// A file the operator named is missing or malformed input; a fetched JWKS is a service problem.
     static func jwksFailureKind(_ jwks: any JWKSProvider) -> Failure.Kind {
         guard let file = jwks as? FileJWKSProvider else { return .jwksUnavailable }
-        return FileManager.default.isReadableFile(atPath: file.path) ? .jwksFileInvalid : .jwksFileUnreadable
+        guard let readable = try? InputFile.open(file.path) else { return .jwksFileUnreadable }   // e.g. a directory
+        readable.close()
+        return .jwksFileInvalid
     }
 }

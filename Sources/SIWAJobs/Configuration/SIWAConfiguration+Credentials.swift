@@ -20,9 +20,11 @@ public struct CredentialFlags: Sendable {
 }
 
 extension SIWAConfiguration {
-    /// The `.p8` key from `keyFile` (a `--key-file` flag), `SIWA_KEY_FILE` or `SIWA_PRIVATE_KEY`.
+    /// The `.p8` key from `keyFile` (a `--key-file` flag; `-` reads standard input), `SIWA_KEY_FILE`
+    /// or `SIWA_PRIVATE_KEY`.
     /// - Throws: `ConfigurationError` when both variables are set, neither is, the file cannot be
-    ///   read, or the text is not a P-256 key.
+    ///   read (with the reason: no such file, a directory, permission denied), or the text is not a
+    ///   P-256 key.
     public func privateKey(keyFile: String? = nil) throws(ConfigurationError) -> P256PrivateKey {
         let inlineKey = rawValue("SIWA_PRIVATE_KEY").flatMap { $0.isEmpty ? nil : $0 }   // PEM text as given
         if keyFile == nil, value("SIWA_KEY_FILE") != nil, inlineKey != nil {
@@ -31,10 +33,7 @@ extension SIWAConfiguration {
         let pem: String
         let source: String
         if let path = keyFile ?? value("SIWA_KEY_FILE") {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("key file '\(path)' cannot be read (SIWA_KEY_FILE / --key-file)")
-            }
-            pem = String(decoding: data, as: UTF8.self)
+            pem = try Self.readText(path, what: "key file", setting: "SIWA_KEY_FILE / --key-file", stdin: keyFile != nil)
             source = "key file '\(path)'"
         } else if let inline = inlineKey {
             pem = inline
@@ -68,25 +67,20 @@ extension SIWAConfiguration {
     /// Refresh-token encryption keys: `SIWA_TOKEN_KEY_FILE` or `SIWA_TOKEN_KEY` under
     /// `SIWA_TOKEN_KEY_ID` (default `k1`), plus `SIWA_TOKEN_KEYS_PREVIOUS` (`id:key,id:key`).
     /// - Throws: `ConfigurationError` naming the variable: no key, unreadable file, a key that is
-    ///   not 32 bytes as hex or base64, a malformed or repeated previous key.
+    ///   not 32 bytes as hex or base64 (described in hex terms when it is hex digits), a malformed
+    ///   or repeated previous key.
     public func keyring() throws(ConfigurationError) -> TokenKeyring {
         let keyID = value("SIWA_TOKEN_KEY_ID") ?? "k1"
         let encoded: String
         if let path = value("SIWA_TOKEN_KEY_FILE") {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("SIWA_TOKEN_KEY_FILE '\(path)' cannot be read")
-            }
-            encoded = String(decoding: data, as: UTF8.self)
+            encoded = try Self.readText(path, what: "SIWA_TOKEN_KEY_FILE", setting: nil)
         } else if let inline = value("SIWA_TOKEN_KEY") {
             encoded = inline
         } else {
             throw ConfigurationError("no token encryption key: set SIWA_TOKEN_KEY_FILE or SIWA_TOKEN_KEY "
                 + "(32 bytes as 64 hex chars or base64; `siwa-jobs keygen --token-key` makes one)")
         }
-        let current: TokenCipher
-        do { current = try TokenCipher(keyID: keyID, encodedKey: encoded) } catch {
-            throw ConfigurationError("\(error)", setting: "SIWA_TOKEN_KEY")
-        }
+        let current = try TokenKeyring.cipher(keyID: keyID, encodedKey: encoded, setting: "SIWA_TOKEN_KEY")
         var previous: [TokenCipher] = []
         for entry in (value("SIWA_TOKEN_KEYS_PREVIOUS") ?? "").split(separator: ",") {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
@@ -97,10 +91,27 @@ extension SIWAConfiguration {
                 throw ConfigurationError("key id '\(parts[0])' is listed twice (or equals SIWA_TOKEN_KEY_ID)",
                                          setting: "SIWA_TOKEN_KEYS_PREVIOUS")
             }
-            do { previous.append(try TokenCipher(keyID: parts[0], encodedKey: parts[1])) } catch {
-                throw ConfigurationError("\(error)", setting: "SIWA_TOKEN_KEYS_PREVIOUS key '\(parts[0])'")
-            }
+            previous.append(try TokenKeyring.cipher(keyID: parts[0], encodedKey: parts[1],
+                                                    setting: "SIWA_TOKEN_KEYS_PREVIOUS key '\(parts[0])'"))
         }
         return TokenKeyring(current: current, previous: previous)
+    }
+}
+
+extension SIWAConfiguration {
+    /// The bytes of a file a setting names (at most 1 MiB: keys and the teams file are small).
+    /// - Throws: `ConfigurationError` `WHAT 'PATH' cannot be read: REASON (SETTING)`.
+    /// - Parameter stdin: `-` reads standard input (a flag's value, never a variable's).
+    static func readBytes(_ path: String, what: String, setting: String?, stdin: Bool = false) throws(ConfigurationError) -> [UInt8] {
+        do {
+            return try InputFile.read(path, limit: 1 << 20, stdin: stdin)
+        } catch {
+            throw ConfigurationError("\(what) '\(path)' cannot be read: \(error.reasonText)" + (setting.map { " (\($0))" } ?? ""))
+        }
+    }
+
+    /// `readBytes` as UTF-8 text.
+    static func readText(_ path: String, what: String, setting: String?, stdin: Bool = false) throws(ConfigurationError) -> String {
+        String(decoding: try readBytes(path, what: what, setting: setting, stdin: stdin), as: UTF8.self)
     }
 }

@@ -13,17 +13,53 @@ extension SIWAConfiguration {
     /// - `SIWA_TEAMS_FILE` first (see `teamsFile(_:)`),
     /// - then the single team of `SIWA_TEAM_ID`, `SIWA_KEY_ID`, `SIWA_CLIENT_ID` and
     ///   `SIWA_KEY_FILE`/`SIWA_PRIVATE_KEY` when any of those is set, unless the teams file
-    ///   already lists that team and client (the file's entry is kept).
+    ///   already lists that team and client with the same key (then it is listed once).
     ///
-    /// - Throws: `ConfigurationError`: the teams file's (checked first), then the single team's.
+    /// - Throws: `ConfigurationError`: the teams file's (checked first), then the single team's,
+    ///   then a conflict between them (`checkAgreement`): two keys for one team and client, or
+    ///   one key id with two keys.
     public func allCredentials() throws(ConfigurationError) -> [AppleCredentials] {
         var all: [AppleCredentials] = []
-        if let path = teamsFilePath { all += try teamsFile(path) }
+        var file: [(index: Int, credentials: AppleCredentials)] = []
+        if let path = teamsFilePath {
+            file = try teamsFileEntries(path)
+            all = file.map(\.credentials)
+        }
         if hasSingleTeamCredentials {
             let single = try credentials()
+            try Self.checkAgreement(single, with: file.filter { $0.credentials.teamID == single.teamID })
             if !all.contains(where: { $0.teamID == single.teamID && $0.clientID == single.clientID }) { all.append(single) }
         }
         return all
+    }
+
+    /// The single team's credentials (`SIWA_TEAM_ID`, `SIWA_KEY_ID`, `SIWA_CLIENT_ID`, the key)
+    /// must agree with the teams file's entries for the same team: for the same client the same
+    /// key id and key; a key id the file lists with the same key; and, when the file lists the
+    /// team, a key id it lists. Otherwise which key signs is ambiguous.
+    /// - Throws: `ConfigurationError` naming the variable and the teams-file entry.
+    static func checkAgreement(_ single: AppleCredentials,
+                               with entries: [(index: Int, credentials: AppleCredentials)]) throws(ConfigurationError) {
+        guard !entries.isEmpty else { return }
+        let fix = "list each of the team's keys in SIWA_TEAMS_FILE and unset SIWA_KEY_ID and SIWA_KEY_FILE / SIWA_PRIVATE_KEY, "
+            + "or make them match"
+        let pem = single.privateKey.publicKey.spkiPEM
+        for (index, entry) in entries {
+            let at = "SIWA_TEAMS_FILE teams[\(index)]"
+            if entry.keyID == single.keyID && entry.privateKey.publicKey.spkiPEM != pem {
+                throw ConfigurationError("the key of SIWA_KEY_FILE / SIWA_PRIVATE_KEY is not the key_file of \(at), though both are "
+                    + "key \(single.keyID) of team \(single.teamID): \(fix)", setting: "SIWA_KEY_FILE")
+            }
+            if entry.clientID == single.clientID && entry.keyID != single.keyID {
+                throw ConfigurationError("\(single.keyID) conflicts with \(at), which uses key \(entry.keyID) for team "
+                    + "\(single.teamID) and client '\(single.clientID)': \(fix)", setting: "SIWA_KEY_ID")
+            }
+        }
+        if !entries.contains(where: { $0.credentials.keyID == single.keyID }) {
+            let listed = Set(entries.map(\.credentials.keyID)).sorted().joined(separator: ", ")
+            throw ConfigurationError("\(single.keyID) is not a key SIWA_TEAMS_FILE lists for team \(single.teamID) "
+                + "(it lists \(listed)): \(fix)", setting: "SIWA_KEY_ID")
+        }
     }
 
     /// The credentials of the teams file at `path`, one per team and client. The file is a JSON
@@ -34,9 +70,12 @@ extension SIWAConfiguration {
     ///   unreadable or malformed file, an empty list, a key file that cannot be read or is not a
     ///   P-256 key, a malformed ID, a team and client listed twice.
     public func teamsFile(_ path: String) throws(ConfigurationError) -> [AppleCredentials] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError("SIWA_TEAMS_FILE '\(path)' cannot be read")
-        }
+        try teamsFileEntries(path).map(\.credentials)
+    }
+
+    /// `teamsFile(_:)` with each credential's entry index.
+    func teamsFileEntries(_ path: String) throws(ConfigurationError) -> [(index: Int, credentials: AppleCredentials)] {
+        let data = Data(try Self.readBytes(path, what: "SIWA_TEAMS_FILE", setting: nil))
         let entries: [TeamEntry]
         do {
             if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "[") {
@@ -52,17 +91,15 @@ extension SIWAConfiguration {
             throw ConfigurationError("SIWA_TEAMS_FILE '\(path)' lists no team: add at least one entry, or unset SIWA_TEAMS_FILE")
         }
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
-        var out: [AppleCredentials] = []
+        var out: [(index: Int, credentials: AppleCredentials)] = []
         var seen: [String: Int] = [:]
         for (index, entry) in entries.enumerated() {
             let at = "SIWA_TEAMS_FILE teams[\(index)]"
             guard !entry.client_ids.isEmpty else { throw ConfigurationError("\(at).client_ids is empty") }
             let keyPath = entry.key_file.hasPrefix("/") ? entry.key_file : base.appendingPathComponent(entry.key_file).path
-            guard let pem = FileManager.default.contents(atPath: keyPath) else {
-                throw ConfigurationError("\(at).key_file '\(keyPath)' cannot be read")
-            }
+            let pem = try Self.readText(keyPath, what: "\(at).key_file", setting: nil)
             let key: P256PrivateKey
-            do { key = try P256PrivateKey(pem: String(decoding: pem, as: UTF8.self)) } catch {
+            do { key = try P256PrivateKey(pem: pem) } catch {
                 throw ConfigurationError("\(at).key_file '\(keyPath)' is not a usable Sign in with Apple key: \(error)")
             }
             for client in entry.client_ids {
@@ -72,7 +109,8 @@ extension SIWAConfiguration {
                 }
                 seen["\(entry.team_id) \(client)"] = index
                 do {
-                    out.append(try AppleCredentials(teamID: entry.team_id, keyID: entry.key_id, clientID: client, privateKey: key))
+                    out.append((index, try AppleCredentials(teamID: entry.team_id, keyID: entry.key_id, clientID: client,
+                                                            privateKey: key)))
                 } catch {
                     throw ConfigurationError("\(at) (client '\(client)'): \(error)")
                 }
@@ -81,14 +119,35 @@ extension SIWAConfiguration {
         return out
     }
 
-    private static func describe(_ error: any Error) -> String {
+    /// What is wrong with the file's JSON, naming the entry and field as the README writes them
+    /// (`teams[1].client_ids[0]`), never Swift's `Index 1`.
+    static func describe(_ error: any Error) -> String {
         guard let decoding = error as? DecodingError else { return "not JSON" }
         switch decoding {
-        case .keyNotFound(let key, _): return "missing field '\(key.stringValue)'"
-        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx):
-            return "wrong type at '\(ctx.codingPath.map(\.stringValue).joined(separator: "."))'"
+        case .keyNotFound(let key, let ctx):
+            return "\(path(ctx.codingPath)): missing field '\(key.stringValue)'"
+        case .typeMismatch(let type, let ctx), .valueNotFound(let type, let ctx):
+            return "\(path(ctx.codingPath)): expected \(expected(type, at: ctx.codingPath.last))"
         case .dataCorrupted: return "not valid JSON"
         @unknown default: return "not valid"
+        }
+    }
+
+    /// `teams[0].key_file` for a coding path (`teams` also for the bare-array form).
+    static func path(_ keys: [any CodingKey]) -> String {
+        var text = keys.first?.intValue == nil ? "" : "teams"
+        for key in keys {
+            if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+        }
+        return text.isEmpty ? "the top level" : text
+    }
+
+    /// What the field at `key` holds, in words (the decoder reports any list as `[Any]`).
+    private static func expected(_ type: Any.Type, at key: (any CodingKey)?) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is [Any].Type: return key?.stringValue == "client_ids" ? "a list of strings" : "a list of team entries"
+        default: return "an object"
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import SIWACore
 import SIWACrypto
 
@@ -33,5 +34,26 @@ public struct TokenKeyring: Sendable {
             throw ConfigurationError("refresh token sealed under key id '\(keyID)', which is not configured: add it to SIWA_TOKEN_KEYS_PREVIOUS")
         }
         return try cipher.open(ciphertext, aad: Array(accountAAD.utf8))
+    }
+}
+
+extension TokenKeyring {
+    /// A cipher from key text as configured, with a message in the key's own terms: text made of
+    /// hex digits only is described as hex (how many digits, and that a key is 64), not as base64.
+    /// - Parameter setting: the variable named in the error, e.g. `SIWA_TOKEN_KEY`.
+    /// - Throws: `ConfigurationError` naming `setting`; never the key itself.
+    static func cipher(keyID: String, encodedKey: String, setting: String) throws(ConfigurationError) -> TokenCipher {
+        do {
+            return try TokenCipher(keyID: keyID, encodedKey: encodedKey)
+        } catch {
+            let text = encodedKey.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard error.code != "cipher.key_id", !text.isEmpty, text.allSatisfy(\.isHexDigit) else {
+                throw ConfigurationError("\(error)", setting: setting)
+            }
+            let bytes = text.count % 2 == 0 ? "\(text.count / 2) bytes" : "an odd number of digits"
+            throw ConfigurationError("the token encryption key looks like hex but has \(text.count) hex digits (\(bytes)); "
+                + "a key is 64 hex digits (32 bytes), or base64 of 32 bytes: `siwa-jobs keygen --token-key` makes one",
+                setting: setting)
+        }
     }
 }

@@ -3,9 +3,11 @@ import Postgres
 /// Operator actions on one job (`siwa-jobs job resume|cancel N`), each recorded in the audit log.
 public struct JobControl: Sendable {
     public enum Action: String, Sendable, CaseIterable {
-        /// A paused job runs again (workers are woken with NOTIFY).
+        /// A paused job runs again (workers are woken with NOTIFY); a tripped safety stop is
+        /// overridden.
         case resume
-        /// A running or paused job stops: its items not yet claimed are cancelled.
+        /// A running or paused job stops: its items not yet claimed are cancelled (and verdicts a
+        /// safety stop held back are never applied).
         case cancel
 
         /// The states the job must be in.
@@ -20,6 +22,11 @@ public struct JobControl: Sendable {
     public enum Outcome: Sendable, Equatable {
         /// The job changed state; an audit row `job.resume` / `job.cancel` was written.
         case done
+        /// The job was resumed past its tripped safety stop (`SafetyStopRule`): the stop is
+        /// `overridden`, so the rule does not pause the job again, and the `invalid` verdicts it
+        /// held back were applied to `appliedVerdicts` accounts; audit rows `job.resume` and
+        /// `job.safety_stop_overridden` were written.
+        case overrodeSafetyStop(appliedVerdicts: Int)
         /// No job has this id.
         case notFound
         /// The job is in `state`, not one the action applies to; nothing changed.
@@ -35,13 +42,35 @@ public struct JobControl: Sendable {
     /// - Throws: `DatabaseError`.
     public func perform(_ action: Action, jobID id: Int64) async throws -> Outcome {
         let changed: Int
+        var override: Int?
         switch action {
         case .resume:
-            changed = try await pool.execute("""
-                WITH j AS (UPDATE siwa.jobs SET state = 'running', paused_reason = NULL
-                           WHERE id = \(id) AND state = 'paused' RETURNING id, kind)
-                SELECT pg_notify('siwa_jobs', kind) FROM j
-                """)
+            // The job runs again and a tripped safety stop is overridden, its held-back verdicts applied.
+            // The stop's row is locked first, as completion statements lock it before the job's row.
+            let rows = try await pool.transaction { tx in
+                _ = try await tx.query("SELECT job_id FROM siwa.safety_stops WHERE job_id = \(id) FOR UPDATE")
+                return try await tx.query("""
+                    WITH j AS (UPDATE siwa.jobs SET state = 'running', paused_reason = NULL
+                               WHERE id = \(id) AND state = 'paused' RETURNING id, kind),
+                    s AS (UPDATE siwa.safety_stops s SET state = 'overridden', decided_at = now()
+                          FROM j WHERE s.job_id = j.id AND s.state = 'tripped'
+                          RETURNING s.job_id, s.seen, s.invalid, s.threshold_percent, s.deferred_accounts),
+                    applied AS (UPDATE siwa.accounts a SET token_status = 'invalid', token_checked_at = now(), updated_at = now()
+                                FROM s WHERE a.id = ANY(s.deferred_accounts) AND a.token_status <> 'revoked'
+                                RETURNING a.id),
+                    audit AS (INSERT INTO siwa.audit_log (actor, action, job_id, detail)
+                              SELECT current_user, 'job.safety_stop_overridden', s.job_id,
+                                     jsonb_build_object('seen', s.seen, 'invalid_grant', s.invalid,
+                                                        'threshold_percent', s.threshold_percent,
+                                                        'applied', (SELECT count(*) FROM applied))
+                              FROM s)
+                    SELECT pg_notify('siwa_jobs', kind), (SELECT count(*) FROM s)::int AS overridden,
+                           (SELECT count(*) FROM applied)::int AS applied
+                    FROM j
+                    """)
+            }
+            changed = rows.count
+            if let row = rows.first, try row.decode("overridden", as: Int.self) > 0 { override = try row.decode("applied") }
         case .cancel:
             changed = try await pool.transaction { tx in
                 let n = try await tx.execute("""
@@ -65,6 +94,6 @@ public struct JobControl: Sendable {
         try await pool.execute("""
             INSERT INTO siwa.audit_log (actor, action, job_id) VALUES (current_user, \("job." + action.rawValue), \(id))
             """)
-        return .done
+        return override.map { .overrodeSafetyStop(appliedVerdicts: $0) } ?? .done
     }
 }

@@ -36,13 +36,15 @@ public struct RefreshValidationHandler: JobHandler {
         enum CodingKeys: String, CodingKey { case tokenStatus = "token_status" }
     }
 
-    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
-    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`),
+    /// between the safety stop's steps: an `invalid` verdict waits while the stop judges the job.
+    static let effect = CompletionEffect([safetyStop.counting, .init("applied_effects", unsafeSQL: """
         UPDATE siwa.accounts a
         SET token_status = d.effect->>'token_status', token_checked_at = now(), updated_at = now()
         FROM done d
         WHERE a.id = d.account_id AND d.effect ? 'token_status'
-        """)])
+          AND NOT (d.effect->>'token_status' = 'invalid' AND \(SafetyStopSQL.judging))
+        """)] + safetyStop.deciding)
 
     public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 

@@ -42,15 +42,16 @@ public struct RevocationSweepHandler: JobHandler {
         enum CodingKeys: String, CodingKey { case wipe, wipeFingerprint = "wipe_fingerprint" }
     }
 
-    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`).
-    static let effect = CompletionEffect([.init("applied_effects", unsafeSQL: """
+    /// The effect its items' payloads feed, in the completion statement (see `CompletionEffect`),
+    /// between the safety stop's steps.
+    static let effect = CompletionEffect([safetyStop.counting, .init("applied_effects", unsafeSQL: """
         UPDATE siwa.accounts a
         SET refresh_token_ciphertext = NULL, refresh_token_key_id = NULL, token_status = 'revoked',
             token_checked_at = now(), updated_at = now()
         FROM done d
         WHERE a.id = d.account_id AND d.effect ? 'wipe'
           AND a.refresh_token_fingerprint IS NOT DISTINCT FROM d.effect->>'wipe_fingerprint'
-        """)])
+        """)] + safetyStop.deciding)
 
     public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
@@ -90,7 +91,7 @@ public struct RevocationSweepHandler: JobHandler {
                                  tokenFingerprint: fingerprint),
                     audit: AuditRecord(action: "token.revoke_failed",
                                        detail: jsonObject(["token_fingerprint": fingerprint, "apple_error": error.appleError])),
-                    effect: nil)
+                    effect: refusalEffect(error))
             case .transient:
                 return .retry(
                     error: error.description, retryAfter: error.retryAfter,

@@ -1,16 +1,42 @@
 import Clocks
 import Postgres
 
-/// A job that was planned: its id and how many items it got.
+/// A job that was planned (or found already active): its id and how many items it has.
 public struct EnqueuedJob: Sendable, Equatable {
     public let jobID: Int64
     public let items: Int
+    /// True when no job was created because one for the same team and client is already running
+    /// or paused: `jobID` is that job and `items` its item count. Not an error: the worker drains it.
+    public let alreadyActive: Bool
+    /// The safety stop armed for the job (refresh validation, revocation sweep); nil when off.
+    public let safetyStop: SafetyStopPlan?
+
+    init(jobID: Int64, items: Int, alreadyActive: Bool = false, safetyStop: SafetyStopPlan? = nil) {
+        self.jobID = jobID
+        self.items = items
+        self.alreadyActive = alreadyActive
+        self.safetyStop = safetyStop
+    }
 }
 
 /// Planning failed for a reason the operator can act on.
 public struct EnqueueError: Error, CustomStringConvertible, Sendable {
+    public enum Reason: Sendable, Equatable {
+        /// The queue or the job's state refuses it (e.g. a transfer export already active).
+        case refused
+        /// The team or client has no account at all: most likely a typo in `--team-id` or
+        /// `--client-id`; the message names it and what is known.
+        case likelyTypo
+    }
+
     public let message: String
+    public let reason: Reason
     public var description: String { message }
+
+    public init(message: String, reason: Reason = .refused) {
+        self.message = message
+        self.reason = reason
+    }
 }
 
 /// Creates jobs and plans their items with set-based SQL, in one transaction, then sends one
@@ -33,47 +59,100 @@ public struct Enqueuer: Sendable {
         self.clock = clock
     }
 
+    /// What `plan` does when a job with the same unique key is already running or paused.
+    enum WhenActive {
+        /// Return that job (`EnqueuedJob.alreadyActive`): cron's nightly jobs.
+        case report
+        /// Throw `EnqueueError` telling ops to let it finish, resume or cancel it.
+        case refuse
+    }
+
+    /// Options of one `plan` call beyond the items.
+    struct PlanOptions: Sendable {
+        var uniqueKey: String?
+        var whenActive: WhenActive = .refuse
+        /// Roll back and return nil when no item is planned (no empty job is created).
+        var skipEmpty = false
+        /// A transaction-scoped advisory lock taken before anything else (see `PlanLock`).
+        var lock: String?
+        /// Arms a safety stop on the new job (after its items are planned).
+        var safetyStop: SafetyStopArming?
+    }
+
+    private struct NothingPlanned: Error {}
+
     /// Creates a job of `kind` with `spec` (stored as its JSON), plans its items with `items`, and
     /// notifies workers, in one transaction.
-    func plan(kind: String, spec: some JobSpec, uniqueKey: String?, createdBy: String,
-              items: @Sendable (Int64) -> SQL) async throws -> EnqueuedJob {
+    /// - Returns: the job; nil when `options.skipEmpty` and no item was planned (nothing written).
+    /// - Throws: `EnqueueError` when a job with the unique key is active and `whenActive` is
+    ///   `.refuse`; `DatabaseError`.
+    func plan(kind: String, spec: some JobSpec, options: PlanOptions, createdBy: String,
+              items: @Sendable (Int64) -> SQL) async throws -> EnqueuedJob? {
         let spec = spec.json
-        do {
-            return try await pool.withConnection { conn in
-                try await conn.transaction { tx in
-                    let rows = try await tx.query("""
-                        INSERT INTO siwa.jobs (kind, spec, unique_key, created_by)
-                        VALUES (\(kind), \(spec)::jsonb, \(uniqueKey), \(createdBy))
-                        RETURNING id
-                        """)
-                    guard let jobID: Int64 = try rows.first?.decode("id") else {
-                        throw EnqueueError(message: "creating the job returned no id")
+        for _ in 0..<3 {
+            do {
+                return try await pool.withConnection { conn in
+                    try await conn.transaction { tx in
+                        if let lock = options.lock { try await PlanLock.take(lock, tx) }
+                        let rows = try await tx.query("""
+                            INSERT INTO siwa.jobs (kind, spec, unique_key, created_by)
+                            VALUES (\(kind), \(spec)::jsonb, \(options.uniqueKey), \(createdBy))
+                            RETURNING id
+                            """)
+                        guard let jobID: Int64 = try rows.first?.decode("id") else {
+                            throw EnqueueError(message: "creating the job returned no id")
+                        }
+                        let count = try await tx.execute(items(jobID))
+                        if count == 0 && options.skipEmpty { throw NothingPlanned() }
+                        try await tx.execute("UPDATE siwa.jobs SET item_count = \(count) WHERE id = \(jobID)")
+                        let safety = try await options.safetyStop?.arm(jobID: jobID, items: count, uniqueKey: options.uniqueKey, tx)
+                        try await tx.execute("""
+                            INSERT INTO siwa.audit_log (actor, action, job_id, detail)
+                            VALUES (\(createdBy), 'job.enqueued', \(jobID), jsonb_build_object('kind', \(kind)::text, 'items', \(count)::int))
+                            """)
+                        try await tx.execute("SELECT pg_notify(\(Self.channel), \(kind))")
+                        return EnqueuedJob(jobID: jobID, items: count, safetyStop: safety)
                     }
-                    let count = try await tx.execute(items(jobID))
-                    try await tx.execute("UPDATE siwa.jobs SET item_count = \(count) WHERE id = \(jobID)")
-                    try await tx.execute("""
-                        INSERT INTO siwa.audit_log (actor, action, job_id, detail)
-                        VALUES (\(createdBy), 'job.enqueued', \(jobID), jsonb_build_object('kind', \(kind)::text, 'items', \(count)::int))
-                        """)
-                    try await tx.execute("SELECT pg_notify(\(Self.channel), \(kind))")
-                    return EnqueuedJob(jobID: jobID, items: count)
                 }
+            } catch is NothingPlanned {
+                return nil
+            } catch let error as DatabaseError where error.isUniqueViolation {
+                // The active job may finish between the refusal and the lookup: then plan again.
+                guard let active = try await activeJob(uniqueKey: options.uniqueKey) else { continue }
+                guard options.whenActive == .report else {
+                    throw EnqueueError(message: "a \(kind) job for this client is already active (job \(active.id)); "
+                        + "let it finish, or resume or cancel it first")
+                }
+                return EnqueuedJob(jobID: active.id, items: active.items, alreadyActive: true)
             }
-        } catch let error as DatabaseError where error.isUniqueViolation {
-            let active = try await activeJob(uniqueKey: uniqueKey)
-            throw EnqueueError(message: "a \(kind) job for this client is already active (job \(active.map(String.init) ?? "?")); "
-                + "let it finish, or resume or cancel it first")
         }
+        throw EnqueueError(message: "a \(kind) job for this client kept appearing and finishing while planning; run enqueue again")
+    }
+
+    /// `plan` refusing an active job and creating an empty one (transfers, no-op, notifications):
+    /// a transfer's empty job completes at once and `transfer status` shows it (README "Safety
+    /// stops and cron").
+    func plan(kind: String, spec: some JobSpec, uniqueKey: String?, lock: String? = nil, createdBy: String,
+              items: @Sendable (Int64) -> SQL) async throws -> EnqueuedJob {
+        let options = PlanOptions(uniqueKey: uniqueKey, whenActive: .refuse, lock: lock)
+        guard let job = try await plan(kind: kind, spec: spec, options: options, createdBy: createdBy, items: items) else {
+            throw EnqueueError(message: "planning the \(kind) job created no job")
+        }
+        return job
     }
 
     /// Plans a client job of `kind` (spec `ClientJobSpec`, at most one active per team and client):
     /// one item per account of `teamID`/`clientID` that still holds a refresh token and matches
-    /// `accounts`, a predicate on `siwa.accounts a`, in account id order.
-    /// - Throws: `EnqueueError` when such a job is already running or paused for that client.
+    /// `accounts`, a predicate on `siwa.accounts a`, in account id order. An active job for the
+    /// client is returned as `alreadyActive`; no job is created when no account is due.
+    /// - Returns: nil when no account is due (nothing is written).
+    /// - Throws: `EnqueueError` `.likelyTypo` when the team or the client has no account at all.
     func planClientAccounts(kind: String, teamID: String, clientID: String, createdBy: String, maxAttempts: Int,
-                            accounts: SQL) async throws -> EnqueuedJob {
+                            safetyStop: SafetyStopArming?, accounts: SQL) async throws -> EnqueuedJob? {
         let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
-        return try await plan(kind: kind, spec: spec, uniqueKey: "\(kind):\(teamID):\(clientID)", createdBy: createdBy) { jobID in
+        let options = PlanOptions(uniqueKey: "\(kind):\(teamID):\(clientID)", whenActive: .report, skipEmpty: true,
+                                  safetyStop: safetyStop)
+        let job = try await plan(kind: kind, spec: spec, options: options, createdBy: createdBy) { jobID in
             """
             INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
             SELECT \(jobID), a.id, \(maxAttempts)
@@ -84,15 +163,18 @@ public struct Enqueuer: Sendable {
             ORDER BY a.id
             """
         }
+        if job == nil { try await requireKnownTarget(teamID: teamID, clientID: clientID) }
+        return job
     }
 
-    private func activeJob(uniqueKey: String?) async throws -> Int64? {
+    private func activeJob(uniqueKey: String?) async throws -> (id: Int64, items: Int)? {
         guard let uniqueKey else { return nil }
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
-                SELECT id FROM siwa.jobs WHERE unique_key = \(uniqueKey) AND state IN ('running', 'paused')
+                SELECT id, item_count FROM siwa.jobs WHERE unique_key = \(uniqueKey) AND state IN ('running', 'paused')
                 """)
         }
-        return try rows.first?.decode("id")
+        guard let row = rows.first else { return nil }
+        return (try row.decode("id"), try row.decode("item_count"))
     }
 }

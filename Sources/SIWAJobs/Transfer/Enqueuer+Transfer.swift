@@ -17,7 +17,7 @@ extension Enqueuer {
     ///     `TransferWindow.maxExportDaysAhead` days ahead of today (UTC) on the enqueuer's clock.
     /// - Throws: `TransferRuleError` (bad team ID or target, own team, closed window, date too far
     ///   ahead) before anything is written; `EnqueueError` when an export for this client and
-    ///   target is already active.
+    ///   target is already active, or `.likelyTypo` when the team or client has no account at all.
     public func enqueueTransferExport(teamID: String, clientID: String, target: String, transferDate: String,
                                       canary: Int = defaultCanary, retryFailed: Bool = false, maxAttempts: Int = 5,
                                       createdBy: String) async throws -> EnqueuedJob {
@@ -31,6 +31,7 @@ extension Enqueuer {
         let spec = TransferExportSpec(teamID: teamID, clientID: clientID, target: target, transferDate: window.day)
         let uniqueKey = "transfer-export:\(teamID):\(clientID):\(target)"
         let day = window.day
+        try await requireKnownTarget(teamID: teamID, clientID: clientID)
         return try await plan(kind: TransferExportHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
             """
             WITH picked AS (
@@ -62,7 +63,8 @@ extension Enqueuer {
     /// Plans a transfer import of a loaded hand-off file (`siwa-jobs transfer import-csv`): one item
     /// per row still `pending` (and `failed` ones when `retryFailed`), canary first as for exports.
     /// Rows whose `transfer_sub` an account of the team and client already holds (the same file
-    /// loaded twice) get no item: Apple is never asked again for done work.
+    /// loaded twice) get no item: Apple is never asked again for done work; nor do rows an earlier
+    /// active import job of the team and client covers (`TransferImportOverlap`).
     /// - Throws: `EnqueueError` for an unknown import or an active import of it; `TransferRuleError`
     ///   when the window has closed (or the date is ahead) on the enqueuer's clock.
     public func enqueueTransferImport(importID: Int64, canary: Int = defaultCanary, retryFailed: Bool = false,
@@ -86,14 +88,20 @@ extension Enqueuer {
         let spec = TransferImportSpec(teamID: teamID, clientID: clientID, importID: importID, transferDate: window.day,
                                       sourceTeamID: source)
         let day = window.day
+        let covered = TransferImportOverlap.notCoveredEarlier(team: "ti.team_id", client: "ti.client_id", importID: "ti.id",
+                                                              jobID: "ti.job_id")
         return try await plan(kind: TransferImportHandler.kind, spec: spec, uniqueKey: "transfer-import:\(importID)",
-                              createdBy: createdBy) { jobID in
+                              lock: PlanLock.transferImport(teamID: teamID, clientID: clientID), createdBy: createdBy) { jobID in
             """
             WITH picked AS (
-                SELECT r.line_no FROM siwa.transfer_import_rows r
+                SELECT r.line_no
+                FROM siwa.transfer_import_rows r
+                CROSS JOIN (SELECT id, team_id, client_id, \(jobID)::bigint AS job_id FROM siwa.transfer_imports
+                            WHERE id = \(importID)) ti
                 WHERE r.import_id = \(importID) AND (r.state = 'pending' OR (\(retryFailed)::boolean AND r.state = 'failed'))
                   AND NOT EXISTS (SELECT 1 FROM siwa.accounts m WHERE m.team_id = \(teamID) AND m.client_id = \(clientID)
                                   AND m.transfer_sub = r.transfer_sub)
+                  AND \(unsafeSQL: covered)
                 ORDER BY r.line_no
                 LIMIT \(canarySize > 0 ? canarySize : nil)::bigint
             ), items AS (

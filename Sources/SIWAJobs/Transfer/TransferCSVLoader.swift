@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 import Postgres
+import SIWACore
 
 /// What loading a hand-off file did.
 public struct TransferImportReport: Sendable {
@@ -24,8 +25,10 @@ public struct TransferImportReport: Sendable {
 ///
 /// One transaction: the file is streamed through `COPY` into a temporary table while every line is
 /// validated (`TransferCSVParser`), duplicates of `transfer_sub` or `external_user_id` are found in
-/// SQL with all their line numbers, and only a file with no error at all is inserted. Any error
-/// rolls the transaction back, so a refused file leaves nothing behind.
+/// SQL with their first line numbers, and only a file with no error at all is inserted. Any error
+/// rolls the transaction back, so a refused file leaves nothing behind. Loads into one team and
+/// client take the advisory lock `PlanLock.transferImport` (so two concurrent loads of one file
+/// run one after the other, and the second notes the rows the first holds pending).
 public struct TransferCSVLoader: Sendable {
     let pool: PostgresPool
     let clock: any WallClock
@@ -41,13 +44,15 @@ public struct TransferCSVLoader: Sendable {
     private struct Refused: Error { let report: TransferImportReport }
 
     /// - Parameters:
+    ///   - path: the file, or `-` for standard input.
     ///   - teamID, clientID: the recipient team and the transferred app's client ID.
     ///   - sourceTeamID: the sending team, if known (its accounts supply emails Apple does not return).
     ///   - transferDate: `YYYY-MM-DD`.
     /// - Returns: the report; `importID` is nil when the file was refused.
     /// - Throws: `TransferRuleError` for a malformed team ID, a source team equal to the recipient,
-    ///   a closed window or a transfer date in the future on the loader's clock (before reading),
-    ///   `DatabaseError` for database failures.
+    ///   a closed window or a transfer date in the future on the loader's clock (before reading);
+    ///   `InputFileError` when the file cannot be opened (no such file, a directory, permission
+    ///   denied); `DatabaseError` for database failures.
     public func load(path: String, teamID: String, clientID: String, sourceTeamID: String?, transferDate: String,
                      createdBy: String) async throws -> TransferImportReport {
         try TransferTarget.validateTeamID(teamID, field: "team-id")
@@ -59,13 +64,16 @@ public struct TransferCSVLoader: Sendable {
         let now = clock.now
         try window.requireOpen(now: now)
         try window.requireNotAhead(maxDaysAhead: TransferWindow.maxImportDaysAhead, purpose: "an import", now: now)
+        let input = try InputFile.open(path, stdin: true)
+        defer { input.close() }
         let diagnostics = CSVDiagnostics()
-        let stream = CSVCopyStream(path: path, diagnostics: diagnostics)
-        let name = URL(fileURLWithPath: path).lastPathComponent
+        let stream = CSVCopyStream(input: input, diagnostics: diagnostics)
+        let name = path == "-" ? "(standard input)" : URL(fileURLWithPath: path).lastPathComponent
         let day = window.day
         do {
             return try await pool.withConnection { conn in
                 try await conn.transaction { tx in
+                    try await PlanLock.take(PlanLock.transferImport(teamID: teamID, clientID: clientID), tx)
                     try await tx.execute("""
                         CREATE TEMP TABLE transfer_load (line_no integer, external_user_id text, transfer_sub text) ON COMMIT DROP
                         """)
@@ -109,6 +117,7 @@ public struct TransferCSVLoader: Sendable {
                         state.notes.append("\(done) of \(state.rows) rows are already migrated for team \(teamID) and client "
                             + "\(clientID) (an earlier import of the same users): marked migrated, Apple will not be asked again")
                     }
+                    state.notes += try await Self.pendingElsewhere(tx, importID: id, teamID: teamID, clientID: clientID)
                     return Self.report(id, state, alreadyMigrated: done)
                 }
             }
@@ -122,22 +131,45 @@ public struct TransferCSVLoader: Sendable {
                              errorCount: s.errorCount, notes: s.notes, alreadyMigrated: alreadyMigrated)
     }
 
-    /// One message per duplicated value, naming every line it appears on (first 100 values).
+    /// One message per duplicated value (first 100 values), naming its first
+    /// `CSVDiagnostics.maxLinesPerMessage` lines and how many more.
     private static func duplicates(_ tx: PostgresConnection) async throws -> [String] {
         var messages: [String] = []
         for column in ["transfer_sub", "external_user_id"] {
             let rows = try await tx.query("""
-                SELECT array_agg(line_no ORDER BY line_no)::text AS lines, count(*)::int AS n
+                SELECT (array_agg(line_no ORDER BY line_no))[1:\(CSVDiagnostics.maxLinesPerMessage)] AS lines, count(*)::int AS n
                 FROM transfer_load GROUP BY \(unsafeSQL: column) HAVING count(*) > 1
                 ORDER BY min(line_no) LIMIT 100
                 """)
             for row in rows {
-                let lines: String = try row.decode("lines")
-                let list = lines.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).replacingOccurrences(of: ",", with: ", ")
-                let first = list.split(separator: ",").first.map(String.init) ?? "?"
-                messages.append("line \(first): duplicate \(column) (appears \(try row.decode("n", as: Int.self)) times, on lines \(list))")
+                let lines = try row.decode("lines", as: [Int].self), count: Int = try row.decode("n")
+                let more = count > lines.count ? " and \(count - lines.count) more" : ""
+                messages.append("line \(lines.first ?? 0): duplicate \(column) (appears \(count) times, on lines "
+                    + lines.map(String.init).joined(separator: ", ") + more + ")")
             }
         }
         return messages
+    }
+
+    /// Notes for rows of the new import `importID` still pending in another recent import (last
+    /// 61 days) of the same team and client: whichever import job is enqueued first exchanges
+    /// them (`TransferImportOverlap`).
+    private static func pendingElsewhere(_ tx: PostgresConnection, importID: Int64, teamID: String,
+                                         clientID: String) async throws -> [String] {
+        let rows = try await tx.query("""
+            SELECT oi.id, (SELECT count(*) FROM siwa.transfer_import_rows r
+                           JOIN siwa.transfer_import_rows o ON o.import_id = oi.id AND o.transfer_sub = r.transfer_sub
+                           WHERE r.import_id = \(importID) AND r.state = 'pending' AND o.state = 'pending')::int AS n
+            FROM siwa.transfer_imports oi
+            WHERE oi.team_id = \(teamID) AND oi.client_id = \(clientID) AND oi.id <> \(importID)
+              AND oi.created_at > now() - interval '61 days'
+            ORDER BY oi.id
+            """)
+        return try rows.compactMap { row in
+            let n: Int = try row.decode("n"), other: Int64 = try row.decode("id")
+            guard n > 0 else { return nil }
+            return "\(n) rows are also pending in import \(other) (the same users): the import whose job is enqueued first "
+                + "exchanges them; the other does not plan them while that job is active, so Apple is asked once"
+        }
     }
 }

@@ -1,10 +1,13 @@
 import Foundation
+import SIWACore
 import Synchronization
 
 /// What parsing a hand-off file found: rows accepted, line-numbered errors (the first
 /// `maxMessages` kept), notes (byte-order mark skipped, CRLF line endings) and bytes read.
 final class CSVDiagnostics: Sendable {
     static let maxMessages = 100
+    /// Line numbers listed in one message (e.g. a duplicated value); the rest are counted.
+    static let maxLinesPerMessage = 20
 
     struct State {
         var rows = 0
@@ -29,43 +32,38 @@ final class CSVDiagnostics: Sendable {
 /// The hand-off file as COPY input, read and parsed 1 MiB at a time so a file of any size is
 /// streamed, never held in memory. Valid rows become CSV lines `line_no,external_user_id,transfer_sub`;
 /// once any error is seen no more rows are produced (the load will be rolled back) but parsing
-/// continues so every bad line is reported.
+/// continues so every bad line is reported. The caller opens (and closes) the file, so a file
+/// that cannot be opened is refused with its reason before any transaction starts.
 struct CSVCopyStream: Sequence, Sendable {
-    let path: String
+    let input: InputFile
     let diagnostics: CSVDiagnostics
     var chunkSize = 1 << 20
 
     func makeIterator() -> Iterator {
-        Iterator(handle: FileHandle(forReadingAtPath: path), path: path, diagnostics: diagnostics, chunkSize: chunkSize)
+        Iterator(input: input, diagnostics: diagnostics, chunkSize: chunkSize)
     }
 
     struct Iterator: IteratorProtocol {
-        let handle: FileHandle?
-        let path: String
+        let input: InputFile
         let diagnostics: CSVDiagnostics
         let chunkSize: Int
         var parser = TransferCSVParser()
         var finished = false
         var out: [UInt8] = []
 
-        init(handle: FileHandle?, path: String, diagnostics: CSVDiagnostics, chunkSize: Int) {
-            self.handle = handle
-            self.path = path
+        init(input: InputFile, diagnostics: CSVDiagnostics, chunkSize: Int) {
+            self.input = input
             self.diagnostics = diagnostics
             self.chunkSize = chunkSize
-            if handle == nil {
-                diagnostics.error("cannot open '\(path)' for reading")
-                finished = true
-            }
         }
 
         mutating func next() -> [UInt8]? {
             while !finished {
-                let data: Data
+                let data: [UInt8]
                 do {
-                    data = try handle?.read(upToCount: chunkSize) ?? Data()
+                    data = try input.read(upTo: chunkSize)
                 } catch {
-                    diagnostics.error("reading '\(path)' failed: \(error)")
+                    diagnostics.error("reading \(input.displayName) failed: \(error.reasonText)")
                     finished = true
                     break
                 }
@@ -75,7 +73,6 @@ struct CSVCopyStream: Sequence, Sendable {
                     var events: [TransferCSVParser.Event] = []
                     parser.finish { events.append($0) }
                     events.forEach { handle($0) }
-                    try? self.handle?.close()
                     var notes: [String] = []
                     if parser.sawByteOrderMark { notes.append("line 1: a UTF-8 byte-order mark at the start was skipped") }
                     if let line = parser.firstCRLFLine {
@@ -84,7 +81,7 @@ struct CSVCopyStream: Sequence, Sendable {
                     diagnostics.state.withLock { $0.notes = notes }
                 } else {
                     var events: [TransferCSVParser.Event] = []
-                    parser.feed(Array(data)) { events.append($0) }
+                    parser.feed(data) { events.append($0) }
                     events.forEach { handle($0) }
                 }
                 if out.count >= chunkSize / 2 || (finished && !out.isEmpty) {

@@ -99,7 +99,8 @@ public struct TransferImportHandler: JobHandler {
     public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
     /// Plans the rest of an import after its canary: pending rows past the last canary line whose
-    /// `transfer_sub` no account of the team and client holds yet (not migrated by an earlier import).
+    /// `transfer_sub` no account of the team and client holds yet (not migrated by an earlier import)
+    /// and no earlier active import job covers (`TransferImportOverlap`).
     static let releaseInsert = """
         INSERT INTO siwa.job_items (job_id, payload, max_attempts)
         SELECT g.job_id, jsonb_build_object('line', r.line_no), g.max_attempts
@@ -109,6 +110,8 @@ public struct TransferImportHandler: JobHandler {
           AND (r.state = 'pending' OR (g.retry_failed AND r.state = 'failed'))
           AND NOT EXISTS (SELECT 1 FROM siwa.accounts m WHERE m.team_id = g.team_id AND m.client_id = g.client_id
                           AND m.transfer_sub = r.transfer_sub)
+          AND \(TransferImportOverlap.notCoveredEarlier(team: "g.team_id", client: "g.client_id", importID: "g.import_id",
+                                                        jobID: "g.job_id"))
         ORDER BY r.line_no
         RETURNING job_id
         """

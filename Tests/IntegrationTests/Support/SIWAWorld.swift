@@ -66,9 +66,14 @@ struct SIWAWorld {
         return env
     }
 
-    func enqueue() async throws -> EnqueuedJob {
-        try await Enqueuer(pool: database.pool, clock: SystemClock()).enqueueRefreshValidation(
-            teamID: Self.teamID, clientID: Self.clientID, createdBy: "test")
+    /// Plans the validation of the seeded accounts (default safety stop).
+    /// - Throws: `TestFailure` when no account was due (no job is created then).
+    func enqueue(safetyStop: SafetyStopRule = SafetyStopRule()) async throws -> EnqueuedJob {
+        guard let job = try await Enqueuer(pool: database.pool, clock: SystemClock()).enqueueRefreshValidation(
+            teamID: Self.teamID, clientID: Self.clientID, createdBy: "test", safetyStop: safetyStop) else {
+            throw TestFailure("no account was due: no validation job was created")
+        }
+        return job
     }
 
     func tearDown() async {
