@@ -32,8 +32,8 @@ import Testing
 
         // The revocation sweep follows the same rule.
         try await world.database.pool.execute("UPDATE siwa.accounts SET deleted_at = now()")
-        let sweep = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
-            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
+        let sweep = try #require(try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
+            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test"), "one account is due for the sweep")
         world.sandbox.model.resetStats()
         try await admin.scriptFault("html_400", count: 5)
         let revoke = try await BinaryProcess.run(["work", "--drain"], environment: world.environment)
