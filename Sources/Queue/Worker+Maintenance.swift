@@ -39,7 +39,10 @@ extension Worker {
     @discardableResult
     func rescue() async -> RescueReport {
         do {
-            let report = try await store.rescueExpired(limit: 1000)
+            // This worker's own leases are spared: it is alive and renews them, even while a
+            // completion waits for the database (rescuing one would run its item twice).
+            let report = try await store.rescueExpired(limit: 1000, sparing: configuration.workerID,
+                                                       retryBudget: configuration.retryBudget)
             rescueDiscarded.add(report.discarded, ordering: .relaxed)
             if report.retried + report.discarded > 0 {
                 logger.warning("expired leases rescued", ["retried": "\(report.retried)", "discarded": "\(report.discarded)"])

@@ -34,12 +34,14 @@ struct ExitCode: Equatable, Sendable {
     static let temporaryFailure = ExitCode(75)
     static let configuration = ExitCode(78)
 
-    /// `work`: 78 when a job is paused (a configuration error); 75 when the database or Apple
-    /// stopped the run; 1 when items failed permanently or were discarded; 75 when work is left
-    /// pending beyond the drain horizon; else 0.
+    /// `work`: 78 when a job is paused (a configuration error) or due work's kind cannot run here
+    /// (no credentials); 75 when the database or Apple stopped the run, a drain was stopped by a
+    /// signal with work left, or completions could not be written; 1 when items failed
+    /// permanently or were discarded; 75 when work is left pending beyond the drain horizon; else 0.
     static func of(_ report: WorkerReport) -> ExitCode {
-        if !report.pausedJobs.isEmpty { return .configuration }
+        if !report.pausedJobs.isEmpty || !report.unrunnable.isEmpty { return .configuration }
         if report.databaseFailure != nil || report.upstreamFailure != nil { return .temporaryFailure }
+        if report.stoppedWithWorkLeft != nil || report.unwritten > 0 { return .temporaryFailure }
         if report.failed > 0 || report.discarded > 0 { return .failure }
         if report.leftPending > 0 { return .temporaryFailure }
         return .success

@@ -77,6 +77,7 @@ public struct RevocationSweepHandler: JobHandler {
                 effect: EffectPayload(Effect(wipeFingerprint: stored.fingerprint)))
         } catch {
             if error.isCancellation { return .released }
+            if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
             let detail = jsonObject(["reason": error.detail])
             switch error.errorClass {
             case .configuration:
