@@ -14,9 +14,7 @@ import Postgres
 /// `token_fingerprint`, which the kinds declare as their `ResultColumn`s. Its text cannot change:
 /// its checksum is recorded in every database migrated so far. The queue group carries it whole,
 /// because the queue cannot run without its tables; every later migration (`0002` onwards)
-/// belongs to the kinds' group (`SIWASchema` in SIWAJobs), and new queue migrations go here
-/// (`0010_retry_budget.sql`, applied right after `0001_core.sql` on a new database: it only adds a
-/// column to `job_items`).
+/// belongs to the kinds' group (`SIWASchema` in SIWAJobs), and new queue migrations go here.
 public enum QueueSchema {
     /// The schema of the queue's tables and of the migration record (`siwa.schema_migrations`).
     public static let schema = "siwa"
@@ -24,7 +22,5 @@ public enum QueueSchema {
     /// The queue's migrations, in the order they apply.
     public static let migrations = MigrationGroup(name: "queue", migrations: [
         Migration(name: SQLFile.m0001_core.name, sql: SQLFile.m0001_core.migrationText),
-        // `job_items.first_attempt_at`, for the retry time budget (issue #8).
-        Migration(name: SQLFile.m0010_retry_budget.name, sql: SQLFile.m0010_retry_budget.migrationText),
     ])
 }
