@@ -39,10 +39,8 @@ import Testing
             SELECT count(*)::int FROM siwa.audit_log WHERE action = 'item.completion_refused'
             """)
         #expect(refusedAudit == 0)
-        let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
-        let valid: Int = try await world.database.scalar("SELECT valid::int FROM siwa.job_progress WHERE job_id = \(job.jobID)")
-        let invalid: Int = try await world.database.scalar("SELECT invalid::int FROM siwa.job_progress WHERE job_id = \(job.jobID)")
-        #expect(valid == truth.valid && invalid == truth.revoked, "MATCH: valid \(valid)/\(truth.valid), invalid \(invalid)/\(truth.revoked)")
+        let mismatch = try await world.mismatch(job: job.jobID)
+        #expect(mismatch == nil, "MISMATCH: \(mismatch ?? "")")
         let unknown: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.accounts WHERE token_status = 'unknown'")
         #expect(unknown == 0)
         #expect(world.sandbox.model.stats().requests["/auth/token"] == 3000, "each item called Apple once")

@@ -35,3 +35,15 @@ extension String {
     /// How many times `needle` occurs.
     func occurrences(of needle: String) -> Int { components(separatedBy: needle).count - 1 }
 }
+
+extension SIWAWorld {
+    /// `MATCH` as `siwa-jobs status --sandbox` decides it: the job's valid and invalid counts
+    /// equal the sandbox's truth. Returns nil on a match, else what differs.
+    func mismatch(job: Int64) async throws -> String? {
+        let truth = sandbox.model.truth(teamID: Self.teamID, clientID: Self.clientID)
+        let valid: Int = try await database.scalar("SELECT valid::int FROM siwa.job_progress WHERE job_id = \(job)")
+        let invalid: Int = try await database.scalar("SELECT invalid::int FROM siwa.job_progress WHERE job_id = \(job)")
+        guard valid != truth.valid || invalid != truth.revoked else { return nil }
+        return "valid \(valid) (truth \(truth.valid)), invalid \(invalid) (truth \(truth.revoked))"
+    }
+}
