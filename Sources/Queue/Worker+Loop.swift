@@ -22,6 +22,9 @@ extension Worker {
         var graceExpired = false
         var stopLogged = false
         var backpressured = false
+        /// When the current backpressure began, and whether it has been reported as sustained.
+        var backpressureSince: Date?
+        var backpressureReported = false
         /// Claim failures in a row.
         var databaseErrors = 0
     }
@@ -172,21 +175,29 @@ extension Worker {
         return .carryOn
     }
 
-    /// Updates the backpressure state, logging when it starts and ends, and hurries the flusher
-    /// while it holds.
+    /// Updates the backpressure state and hurries the flusher while it holds. Brief spells are
+    /// normal when the database is the slower side (debug); one that lasts 5 s (a lock, an
+    /// outage) is a warning, and its end is logged.
     func noteBackpressure(_ s: inout LoopState, bound: Int) {
         let unflushed = flusher.unflushed
         let held = unflushed + s.inflight >= bound
+        let fields = ["unflushed": "\(unflushed)", "in_flight": "\(s.inflight)", "bound": "\(bound)"]
         if held {
             flusher.hurry()
+            let since = s.backpressureSince ?? clock.now
+            s.backpressureSince = since
+            if !s.backpressureReported && clock.now.timeIntervalSince(since) >= 5 {
+                s.backpressureReported = true
+                logger.warning("backpressure: completions have waited 5 s to be written; claiming paused", fields)
+            }
+        } else if s.backpressured {
+            if s.backpressureReported { logger.info("backpressure over: claiming resumes", fields) }
+            s.backpressureSince = nil
+            s.backpressureReported = false
         }
-        guard held != s.backpressured else { return }
-        s.backpressured = held
-        if held {
-            logger.warning("backpressure: completions are waiting to be written; claiming paused", [
-                "unflushed": "\(unflushed)", "in_flight": "\(s.inflight)", "bound": "\(bound)"])
-        } else {
-            logger.info("backpressure over: claiming resumes", ["unflushed": "\(unflushed)", "bound": "\(bound)"])
+        if held != s.backpressured {
+            s.backpressured = held
+            logger.debug(held ? "backpressure: claiming paused" : "backpressure over", fields)
         }
     }
 
