@@ -121,6 +121,11 @@ public final class Worker: Service {
         guard configuration.drain, report.endedByStop, report.upstreamFailure == nil, report.databaseFailure == nil else {
             return
         }
+        if abortSignal.isOpen {
+            // Cancelled past the grace period: do not wait on the database again.
+            report.stoppedWithWorkLeft = "cancelled after the grace period; the work left was not read"
+            return
+        }
         do {
             let backlog = try await store.backlog(kinds: handlers.keys.sorted())
             guard backlog.unfinished > 0 || report.unwritten > 0 else { return }
