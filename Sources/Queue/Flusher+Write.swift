@@ -71,12 +71,13 @@ extension Flusher {
         }
     }
 
-    /// Counts what the statement wrote; a completion it did not write lost its lease meanwhile.
-    private func accept(_ completions: [Completion], written: Set<Int64>) {
+    /// Counts what the statement wrote (by item and attempt); a completion it did not write lost
+    /// its lease meanwhile.
+    private func accept(_ completions: [Completion], written: [Int64: Int]) {
         let superseded = outcome.withLock { o -> Int in
             var lost = 0
             for c in completions {
-                if written.contains(c.item.id) { o.accepted[c.tally, default: 0] += 1 } else { lost += 1 }
+                if written[c.item.id] == c.item.attempt { o.accepted[c.tally, default: 0] += 1 } else { lost += 1 }
             }
             o.superseded += lost
             return lost

@@ -41,8 +41,10 @@ public protocol JobStore: Sendable {
     func jobs(ids: [Int64]) async throws -> [JobRecord]
     /// Writes completions of one kind in one statement, with the kind's own result columns and
     /// effect (`writes`), touching only items `owner` still leases at the claimed attempt.
-    /// Returns the ids of the items written (committed); the others were not `owner`'s any more.
-    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Set<Int64>
+    /// Returns the items written (committed), by id, each with the attempt whose completion was
+    /// written; the others were not `owner`'s at that attempt any more (a batch may hold a stale
+    /// completion of an item beside the one of its newer attempt).
+    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int]
     /// Extends the leases `owner` holds on `itemIDs` to `lease` from now. Returns how many were extended.
     func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int
     /// Expired leases back to available, or discarded with a result row when the attempt that was

@@ -5,8 +5,8 @@ extension PostgresJobStore {
     /// key) with the kind's own result columns, audit rows and the kind's effect steps, all only for
     /// items `owner` still leases at the claimed attempt. A statement is atomic, so either all of an
     /// item's writes land or none. See `CompletionEffect` for what effect steps may read.
-    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Set<Int64> {
-        guard !completions.isEmpty else { return [] }
+    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
+        guard !completions.isEmpty else { return [:] }
         var ids: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
         var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
@@ -76,10 +76,12 @@ extension PostgresJobStore {
         for step in writes.effect?.steps ?? [] {
             sql += ", \(identifier: step.name) AS (\n\(unsafeSQL: step.body)\n)\n"
         }
-        sql += "SELECT item_id FROM done"
+        sql += "SELECT item_id, attempt FROM done"
         let statement = sql
         let rows = try await pool.withConnection { conn in try await conn.query(statement) }
-        return Set(try rows.map { try $0.decode("item_id", as: Int64.self) })
+        var written: [Int64: Int] = [:]
+        for row in rows { written[try row.decode("item_id", as: Int64.self)] = try row.decode("attempt", as: Int.self) }
+        return written
     }
 
     /// Expired leases: back to available now (the worker died, not the item), or discarded with a

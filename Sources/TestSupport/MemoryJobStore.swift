@@ -81,10 +81,10 @@ public final class MemoryJobStore: JobStore {
         state.withLock { s in ids.compactMap { s.jobs[$0] } }
     }
 
-    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Set<Int64> {
+    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
         let now = clock.now
         return state.withLock { s in
-            var written = Set<Int64>()
+            var written: [Int64: Int] = [:]
             for c in completions {
                 guard var item = s.items[c.item.id], item.state == .running, item.owner == owner,
                       item.claimed.attempt == c.item.attempt else { continue }
@@ -104,7 +104,7 @@ public final class MemoryJobStore: JobStore {
                     if let result = c.result, s.results[c.item.id] == nil { s.results[c.item.id] = result }
                     if let audit = c.audit { s.audit.append((c.item.id, audit)) }
                 }
-                written.insert(c.item.id)
+                written[c.item.id] = c.item.attempt
             }
             return written
         }

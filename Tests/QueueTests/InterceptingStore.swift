@@ -31,7 +31,7 @@ final class InterceptingStore: JobStore {
         return try await inner.claim(owner: owner, kinds: kinds, limit: limit, lease: lease)
     }
     func jobs(ids: [Int64]) async throws -> [JobRecord] { try await inner.jobs(ids: ids) }
-    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Set<Int64> {
+    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
         completeCalls.add(1, ordering: .relaxed)
         if let error = completeFault.withLock({ $0 })(completions) { throw error }
         return try await inner.complete(completions, owner: owner, writes: writes)
