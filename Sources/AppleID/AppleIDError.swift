@@ -56,6 +56,11 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
     /// True when the calling task was cancelled (the item should simply be released).
     public var isCancellation: Bool { transportKind == .cancelled }
 
+    /// True when the request never reached Apple: no connection could be made (refused, DNS,
+    /// TLS handshake, connect timeout), so Apple did nothing with it. Such a call charges no
+    /// attempt; a run of them means Apple is unreachable from here, not that items are bad.
+    public var neverReachedApple: Bool { transportKind == .connectionFailed }
+
     /// `apple <class> [http=N] [error=code] [retry_after=Ns]: detail`.
     public var description: String {
         var parts = ["apple \(errorClass)"]

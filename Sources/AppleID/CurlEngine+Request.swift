@@ -48,7 +48,14 @@ extension CurlEngine {
             throw TransportError(kind: .other, message: "response body exceeds \(transfer.maxResponseBytes) bytes")
         }
         guard code == CURLE_OK, let easy = transfer.easy else {
-            throw TransportError(kind: Self.kind(of: code), message: Self.describe(code))
+            var kind = Self.kind(of: code)
+            // A timeout or a broken connection before any request byte went out (a connect
+            // timeout, a TLS handshake cut short) never reached the server: no connection was made.
+            if kind == .timeout || kind == .connectionReset, let easy = transfer.easy {
+                var sent = 0
+                if ccurl_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK, sent == 0 { kind = .connectionFailed }
+            }
+            throw TransportError(kind: kind, message: Self.describe(code))
         }
         var status = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

@@ -1,80 +1,128 @@
 import Clocks
+import Foundation
+import Lifecycle
 import Postgres
 import Synchronization
 
 /// Buffers completions and writes them in batches, lease-guarded, one statement per kind. When a
 /// completion arrives at an idle flusher, and after a batch smaller than `maxItems`, the flusher
-/// waits `interval` (on its clock) so the batch can fill, unless it is closed or someone waits for
-/// it to go idle (`waitUntilIdle`), which writes at once. A batch that fails on a lost connection or a
-/// serialization failure is retried with backoff; if the database stays away past `giveUpAfter`,
-/// the batch is dropped: its leases expire and the rescuer hands the items out again, so nothing
-/// is lost (execution is at-least-once, results at-most-once).
+/// waits `interval` (on its clock) so the batch can fill, unless it is closed, hurried
+/// (backpressure) or someone waits for it to go idle (`waitUntilIdle`), which writes at once.
+///
+/// What a failed batch does depends on the failure's `DatabaseError.meaning` (see
+/// `Flusher+Write.swift`): only `badData` splits a batch and fails an item; `transient` and
+/// `readOnly` keep the batch and retry it with backoff for as long as the worker runs (the
+/// worker's backpressure bounds how much waits meanwhile); anything else stops the run. Counts
+/// in the closing report come from what the statements wrote (`accepted`).
 final class Flusher: Sendable {
-    private struct State {
+    struct State {
         var buffer: [Completion] = []
         var writing = 0
         var closed = false
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        var closedAt: Date?
+        var nextWaiter = 0
+        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var peak = 0
     }
 
-    private let state = Mutex(State())
+    /// What the database accepted, and what it did not.
+    struct Outcome {
+        var accepted: [CompletionTally: Int] = [:]
+        var unwritten = 0
+        var superseded = 0
+        var fatal: DatabaseError?
+    }
+
+    let state = Mutex(State())
+    let outcome = Mutex(Outcome())
     /// Signalled by `add`, `close` and `waitUntilIdle`: wakes an idle flusher.
-    private let arrived = Wakeup()
-    /// Signalled by `close` and `waitUntilIdle`: cuts the wait between batches short.
-    private let urgent = Wakeup()
-    private let store: any JobStore
-    private let owner: String
-    private let writes: [String: KindWrites]
-    private let maxItems: Int
-    private let interval: Duration
-    private let giveUpAfter: Duration
-    private let clock: any WallClock
-    private let inFlight: InFlightSet
-    private let logger: Logger
-    private let failure = Mutex<String?>(nil)
+    let arrived = Wakeup()
+    /// Signalled by `close`, `hurry` and `waitUntilIdle`: cuts the wait between batches short.
+    let urgent = Wakeup()
+    let store: any JobStore
+    let owner: String
+    let writes: [String: KindWrites]
+    let maxItems: Int
+    let interval: Duration
+    /// After `close()`, how long transient failures are still retried before the rest is left.
+    let closeGrace: Duration
+    let clock: any WallClock
+    let inFlight: InFlightSet
+    let logger: Logger
+    /// Signalled after every batch: the worker's loop re-checks backpressure and fatal failures.
+    let progress: Wakeup
+    /// Opened when the worker's run is cancelled: retrying stops at once.
+    let abort: Latch
 
     init(store: any JobStore, owner: String, writes: [String: KindWrites], maxItems: Int, interval: Duration,
-         giveUpAfter: Duration = .seconds(120), clock: any WallClock, inFlight: InFlightSet, logger: Logger) {
+         closeGrace: Duration, clock: any WallClock, inFlight: InFlightSet, logger: Logger, progress: Wakeup, abort: Latch) {
         self.store = store
         self.owner = owner
         self.writes = writes
         self.maxItems = max(1, maxItems)
         self.interval = max(interval, .milliseconds(1))
-        self.giveUpAfter = giveUpAfter
+        self.closeGrace = closeGrace
         self.clock = clock
         self.inFlight = inFlight
         self.logger = logger
+        self.progress = progress
+        self.abort = abort
     }
 
     func add(_ completion: Completion) {
-        state.withLock { $0.buffer.append(completion) }
+        state.withLock { s in
+            s.buffer.append(completion)
+            s.peak = max(s.peak, s.buffer.count + s.writing)
+        }
         arrived.signal()
     }
 
-    /// No more completions will be added; `run` returns once everything buffered is written.
+    /// No more completions will be added; `run` returns once everything buffered is written, or
+    /// left unwritten after `closeGrace` of failures (or at once when `abort` opens).
     func close() {
-        state.withLock { $0.closed = true }
+        let now = clock.now
+        state.withLock { s in
+            s.closed = true
+            s.closedAt = s.closedAt ?? now
+        }
         urgent.signal()
         arrived.signal()
     }
 
-    /// The last unrecoverable database failure, if batches had to be dropped.
-    var lastFailure: String? { failure.withLock { $0 } }
+    /// Write what is buffered now instead of waiting for the batch to fill (backpressure).
+    func hurry() {
+        urgent.signal()
+        arrived.signal()
+    }
 
-    /// Waits until every completion added so far has been written (or dropped).
+    /// Completions not yet committed: buffered, or in a statement being written or retried.
+    var unflushed: Int { state.withLock { $0.buffer.count + $0.writing } }
+
+    /// The most completions held at once.
+    var peakUnflushed: Int { state.withLock { $0.peak } }
+
+    /// The first failure that stopped the run (a meaning retrying cannot fix), if any.
+    var fatalFailure: DatabaseError? { outcome.withLock { $0.fatal } }
+
+    /// Counts of what the database accepted, and of completions left unwritten or superseded.
+    var result: Outcome { outcome.withLock { $0 } }
+
+    /// Waits until every completion added so far has been written (or left), or the calling task
+    /// is cancelled.
     func waitUntilIdle() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { s -> Bool in
-                if s.buffer.isEmpty && s.writing == 0 { return true }
-                s.idleWaiters.append(c)
+        let id = state.withLock { s -> Int in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        hurry()
+        await waitCancellably { c in
+            state.withLock { s -> Bool in
+                if (s.buffer.isEmpty && s.writing == 0) || Task.isCancelled { return true }
+                s.idleWaiters[id] = c
                 return false
             }
-            if idle {
-                c.resume()
-            } else {
-                urgent.signal()
-                arrived.signal()
-            }
+        } unpark: {
+            self.state.withLock { $0.idleWaiters.removeValue(forKey: id) }
         }
     }
 
@@ -97,6 +145,7 @@ final class Flusher: Sendable {
             }
             await write(batch)
             resumeIdleWaiters(written: batch.count)
+            progress.signal()
             if batch.count < maxItems && !closed {
                 await clock.sleep(for: interval, unless: urgent.wait)
             }
@@ -107,74 +156,25 @@ final class Flusher: Sendable {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.writing -= written
             guard s.buffer.isEmpty && s.writing == 0 else { return [] }
-            defer { s.idleWaiters = [] }
-            return s.idleWaiters
+            defer { s.idleWaiters = [:] }
+            return Array(s.idleWaiters.values)
         }
         waiters.forEach { $0.resume() }
     }
 
     private func write(_ batch: [Completion]) async {
         for (kind, completions) in Dictionary(grouping: batch, by: \.kind) {
-            await write(completions, kind: kind)
+            await write(completions, writes: writes[kind] ?? .none)
             inFlight.remove(completions.map(\.item.id))
         }
     }
 
-    /// Writes completions of one kind. A lost connection or a serialization failure is retried
-    /// with backoff (the batch is dropped after `giveUpAfter`; leases then expire and items are
-    /// rescued). Any other database error is a property of some item's data, which would fail the
-    /// same way on every retry: the batch is split down to the offending completions, and each of
-    /// those is recorded as failed without its effect.
-    private func write(_ completions: [Completion], kind: String) async {
-        var delay = Duration.milliseconds(50)
-        var waited = Duration.zero
-        while true {
-            do {
-                _ = try await store.complete(completions, owner: owner, writes: writes[kind] ?? .none)
-                return
-            } catch let error as DatabaseError where !(error.isConnectionLoss || error.isTransactionRetryable) {
-                if completions.count > 1 {
-                    let middle = completions.count / 2
-                    await write(Array(completions[..<middle]), kind: kind)
-                    await write(Array(completions[middle...]), kind: kind)
-                } else if let only = completions.first {
-                    await recordRejected(only, error: error)
-                }
-                return
-            } catch {
-                if waited >= giveUpAfter {
-                    let message = "\(error)"
-                    failure.withLock { $0 = message }
-                    logger.error("completions dropped; their leases will expire and be rescued",
-                                 ["items": "\(completions.count)", "error": message])
-                    return
-                }
-                logger.warning("writing completions failed; retrying", ["error": "\(error)", "items": "\(completions.count)"])
-                try? await clock.sleep(for: delay)
-                waited += delay
-                delay = min(delay * 2, .seconds(5))
-            }
-        }
-    }
-
-    /// The database refused one completion (e.g. its effect would break a unique key): record the
-    /// item as failed, with the SQLSTATE, and without the effect (the kind's columns are kept).
-    private func recordRejected(_ completion: Completion, error: DatabaseError) async {
-        logger.error("the database refused an item's completion; recording it as failed without its effect", [
-            "item.id": "\(completion.item.id)", "db.sqlstate": error.sqlState ?? "", "error": "\(error)"])
-        let failed = Completion(
-            item: completion.item, kind: completion.kind, state: .failed,
-            lastError: "completion refused by the database (SQLSTATE \(error.sqlState ?? "?"))",
-            result: ResultRecord(outcome: .failed, httpStatus: completion.result?.httpStatus,
-                                 detail: "{\"reason\":\"completion refused by the database\",\"sqlstate\":\"\(error.sqlState ?? "")\"}",
-                                 kindValues: completion.result?.kindValues ?? [:]),
-            audit: AuditRecord(action: "item.completion_refused"))
-        let columnsOnly = KindWrites(resultColumns: writes[completion.kind]?.resultColumns ?? [])
-        do {
-            _ = try await store.complete([failed], owner: owner, writes: columnsOnly)
-        } catch {
-            logger.error("recording the refused completion failed; its lease will expire and be rescued", ["error": "\(error)"])
-        }
+    /// True once retrying must stop: the run was cancelled, or the flusher was closed longer
+    /// than `closeGrace` ago.
+    var mustGiveUp: Bool {
+        if abort.isOpen { return true }
+        guard let closedAt = state.withLock({ $0.closedAt }) else { return false }
+        return clock.now.timeIntervalSince(closedAt) >= closeGrace.seconds
     }
 }
 

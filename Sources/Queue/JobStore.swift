@@ -8,12 +8,18 @@ public struct QueueBacklog: Sendable, Equatable {
     public var running: Int
     /// The earliest future `run_at` of an available item (a scheduled retry), if any.
     public var nextRunAt: Date?
+    /// Available items due later (scheduled retries).
+    public var scheduled: Int
 
-    public init(dueNow: Int, running: Int, nextRunAt: Date?) {
+    public init(dueNow: Int, running: Int, nextRunAt: Date?, scheduled: Int = 0) {
         self.dueNow = dueNow
         self.running = running
         self.nextRunAt = nextRunAt
+        self.scheduled = scheduled
     }
+
+    /// Items not finished: due, leased and scheduled.
+    public var unfinished: Int { dueNow + running + scheduled }
 }
 
 /// What a rescue pass did.
@@ -35,12 +41,16 @@ public protocol JobStore: Sendable {
     func jobs(ids: [Int64]) async throws -> [JobRecord]
     /// Writes completions of one kind in one statement, with the kind's own result columns and
     /// effect (`writes`), touching only items `owner` still leases at the claimed attempt.
-    /// Returns how many were written.
-    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int
+    /// Returns the items written (committed), by id, each with the attempt whose completion was
+    /// written; the others were not `owner`'s at that attempt any more (a batch may hold a stale
+    /// completion of an item beside the one of its newer attempt).
+    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int]
     /// Extends the leases `owner` holds on `itemIDs` to `lease` from now. Returns how many were extended.
     func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int
-    /// Expired leases back to available (or discarded when out of attempts, with a result row).
-    func rescueExpired(limit: Int) async throws -> RescueReport
+    /// Expired leases back to available, or discarded with a result row when the attempt that was
+    /// running was the last and the item's first attempt is older than `retryBudget`. Leases of
+    /// `sparing` (the calling worker, which is alive and renewing them) are left alone.
+    func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport
     /// Pauses a running job with a reason that says what to check. Returns false if it was not running.
     func pauseJob(id: Int64, reason: String) async throws -> Bool
     /// Marks running jobs with no unfinished items as completed. Returns their ids.
@@ -49,4 +59,13 @@ public protocol JobStore: Sendable {
     func pausedJobs(kinds: [String]) async throws -> [Int64: String]
     /// Due, leased and scheduled work of running jobs of the given kinds.
     func backlog(kinds: [String]) async throws -> QueueBacklog
+    /// Running jobs of the given kinds that still have unfinished (available or leased) items.
+    func openJobs(kinds: [String]) async throws -> [JobRecord]
+}
+
+extension JobStore {
+    /// Rescues every expired lease, discarding items out of attempts at once (no retry budget).
+    public func rescueExpired(limit: Int) async throws -> RescueReport {
+        try await rescueExpired(limit: limit, sparing: nil, retryBudget: .zero)
+    }
 }

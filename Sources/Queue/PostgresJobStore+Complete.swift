@@ -5,8 +5,8 @@ extension PostgresJobStore {
     /// key) with the kind's own result columns, audit rows and the kind's effect steps, all only for
     /// items `owner` still leases at the claimed attempt. A statement is atomic, so either all of an
     /// item's writes land or none. See `CompletionEffect` for what effect steps may read.
-    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int {
-        guard !completions.isEmpty else { return 0 }
+    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
+        guard !completions.isEmpty else { return [:] }
         var ids: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
         var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
@@ -48,6 +48,7 @@ extension PostgresJobStore {
                 UPDATE siwa.job_items i
                 SET state = u.state,
                     attempt = CASE WHEN u.uncharged THEN i.attempt - 1 ELSE i.attempt END,
+                    first_attempt_at = CASE WHEN u.uncharged AND i.attempt <= 1 THEN NULL ELSE i.first_attempt_at END,
                     run_at = CASE WHEN u.state = 'available' THEN now() + make_interval(secs => u.delay_s) ELSE i.run_at END,
                     lease_owner = NULL,
                     lease_expires_at = NULL,
@@ -75,33 +76,39 @@ extension PostgresJobStore {
         for step in writes.effect?.steps ?? [] {
             sql += ", \(identifier: step.name) AS (\n\(unsafeSQL: step.body)\n)\n"
         }
-        sql += "SELECT count(*) AS n FROM done"
+        sql += "SELECT item_id, attempt FROM done"
         let statement = sql
         let rows = try await pool.withConnection { conn in try await conn.query(statement) }
-        return try rows.first?.decode("n", as: Int.self) ?? 0
+        var written: [Int64: Int] = [:]
+        for row in rows { written[try row.decode("item_id", as: Int64.self)] = try row.decode("attempt", as: Int.self) }
+        return written
     }
 
     /// Expired leases: back to available now (the worker died, not the item), or discarded with a
-    /// result row when the attempt that was running was the last. Compare-and-set on the lease, so
-    /// an item completed meanwhile is untouched.
-    public func rescueExpired(limit: Int) async throws -> RescueReport {
+    /// result row when the attempt that was running was the last and the first attempt is older
+    /// than `retryBudget` (an item without a first-attempt time counts as older). Compare-and-set
+    /// on the lease, so an item completed meanwhile is untouched; `sparing`'s leases are skipped.
+    public func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport {
+        let budgetSeconds = retryBudget.seconds
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
                 WITH expired AS MATERIALIZED (
-                    SELECT id FROM siwa.job_items
-                    WHERE state = 'running' AND lease_expires_at < now()
+                    SELECT id, (attempt >= max_attempts AND (first_attempt_at IS NULL
+                                OR first_attempt_at <= now() - make_interval(secs => \(budgetSeconds)))) AS spent
+                    FROM siwa.job_items
+                    WHERE state = 'running' AND lease_expires_at < now() AND lease_owner IS DISTINCT FROM \(sparing)
                     ORDER BY lease_expires_at
                     LIMIT \(limit)
                     FOR UPDATE SKIP LOCKED
                 ),
                 moved AS (
                     UPDATE siwa.job_items i
-                    SET state = CASE WHEN i.attempt >= i.max_attempts THEN 'discarded' ELSE 'available' END,
+                    SET state = CASE WHEN e.spent THEN 'discarded' ELSE 'available' END,
                         run_at = now(),
                         lease_owner = NULL,
                         lease_expires_at = NULL,
                         last_error = 'lease expired: worker lost while the item was in flight',
-                        finished_at = CASE WHEN i.attempt >= i.max_attempts THEN now() END
+                        finished_at = CASE WHEN e.spent THEN now() END
                     FROM expired e
                     WHERE i.id = e.id AND i.state = 'running' AND i.lease_expires_at < now()
                     RETURNING i.id, i.job_id, i.account_id, i.state, i.attempt

@@ -29,9 +29,11 @@ public struct PostgresJobStore: JobStore {
                 )
                 UPDATE siwa.job_items i
                 SET state = 'running', attempt = i.attempt + 1, lease_owner = \(owner),
-                    lease_expires_at = now() + make_interval(secs => \(leaseSeconds))
+                    lease_expires_at = now() + make_interval(secs => \(leaseSeconds)),
+                    first_attempt_at = COALESCE(i.first_attempt_at, now())
                 WHERE i.id = ANY(ARRAY(SELECT id FROM picked))
-                RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts
+                RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts,
+                          i.first_attempt_at
                 """)
         }
         return try rows.map { row in
@@ -41,7 +43,8 @@ public struct PostgresJobStore: JobStore {
                 accountID: try row.decode("account_id", as: Int64?.self),
                 payload: try row.decode("payload", as: String?.self),
                 attempt: try row.decode("attempt"),
-                maxAttempts: try row.decode("max_attempts"))
+                maxAttempts: try row.decode("max_attempts"),
+                firstAttemptAt: try row.decode("first_attempt_at", as: Date?.self))
         }
     }
 
@@ -126,11 +129,29 @@ public struct PostgresJobStore: JobStore {
                   (SELECT count(*) FROM siwa.job_items WHERE state = 'running'
                       AND job_id IN (SELECT id FROM live)) AS running,
                   (SELECT min(run_at) FROM siwa.job_items WHERE state = 'available' AND run_at > now()
-                      AND job_id IN (SELECT id FROM live)) AS next_run_at
+                      AND job_id IN (SELECT id FROM live)) AS next_run_at,
+                  (SELECT count(*) FROM siwa.job_items WHERE state = 'available' AND run_at > now()
+                      AND job_id IN (SELECT id FROM live)) AS scheduled
                 """)
         }
         guard let row = rows.first else { return QueueBacklog(dueNow: 0, running: 0, nextRunAt: nil) }
         return QueueBacklog(dueNow: try row.decode("due_now"), running: try row.decode("running"),
-                            nextRunAt: try row.decode("next_run_at", as: Date?.self))
+                            nextRunAt: try row.decode("next_run_at", as: Date?.self), scheduled: try row.decode("scheduled"))
+    }
+
+    public func openJobs(kinds: [String]) async throws -> [JobRecord] {
+        guard !kinds.isEmpty else { return [] }
+        let rows = try await pool.withConnection { conn in
+            try await conn.query("""
+                SELECT j.id, j.kind, j.spec::text AS spec, j.state FROM siwa.jobs j
+                WHERE j.state = 'running' AND j.kind = ANY(\(kinds))
+                  AND EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state IN ('available', 'running'))
+                ORDER BY j.id
+                """)
+        }
+        return try rows.map { row in
+            JobRecord(id: try row.decode("id"), kind: try row.decode("kind"),
+                      spec: try row.decode("spec"), state: try row.decode("state", as: JobState.self))
+        }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Postgres
 
 /// The states of a job, as stored in `siwa.jobs.state`.
@@ -69,13 +70,18 @@ public struct ClaimedItem: Sendable, Equatable {
     /// The attempt this claim started (1-based); completions are guarded by it.
     public let attempt: Int
     public let maxAttempts: Int
+    /// When the item's first charged attempt started (the database's clock), for the retry time
+    /// budget (`WorkerConfiguration.retryBudget`); nil when the store does not know.
+    public let firstAttemptAt: Date?
 
-    public init(id: Int64, jobID: Int64, accountID: Int64?, payload: String?, attempt: Int, maxAttempts: Int) {
+    public init(id: Int64, jobID: Int64, accountID: Int64?, payload: String?, attempt: Int, maxAttempts: Int,
+                firstAttemptAt: Date? = nil) {
         self.id = id
         self.jobID = jobID
         self.accountID = accountID
         self.payload = payload
         self.attempt = attempt
         self.maxAttempts = maxAttempts
+        self.firstAttemptAt = firstAttemptAt
     }
 }

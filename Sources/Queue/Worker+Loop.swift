@@ -1,5 +1,6 @@
 import Clocks
 import Foundation
+import Postgres
 
 extension Worker {
     enum ChildResult: Sendable {
@@ -12,27 +13,31 @@ extension Worker {
         case watcherEnded
     }
 
-    /// A claimed item whose operation is prepared and waiting for a free slot.
-    struct ReadyItem: Sendable {
-        let item: ClaimedItem
-        let kind: String
-        let operation: @Sendable () async -> ItemOutcome
-    }
-
-    /// What one claim round trip produced.
-    struct ClaimBatch: Sendable {
-        var requested: Int
-        var claimed = 0
+    /// The loop's own state between iterations.
+    struct LoopState {
+        var inflight = 0
         var ready: [ReadyItem] = []
-        /// Items that could not be prepared, with their kind and the reason; released uncharged.
-        var unprepared: [(item: ClaimedItem, kind: String, reason: String)] = []
-        var error: String?
+        var claimInFlight = false
+        var wantClaim = true
+        var graceExpired = false
+        var stopLogged = false
+        var backpressured = false
+        /// When the current backpressure began, and whether it has been reported as sustained.
+        var backpressureSince: Date?
+        var backpressureReported = false
+        /// Claim failures in a row.
+        var databaseErrors = 0
     }
 
     /// Runs at most `concurrency` items in a task group. Claims run as a child task of the same
     /// group, ahead of need into a small local buffer, so the loop never waits on the database
     /// while items finish and a finished item's slot is refilled at once. Outcomes become
     /// completions for the flusher.
+    ///
+    /// Backpressure: while completions waiting to be written plus items in flight reach
+    /// `maxUnflushed` (about 2 × concurrency), nothing is claimed or started; the loop resumes as
+    /// the flusher drains, so a database that cannot take writes holds a bounded number of
+    /// completions in memory instead of every call the worker could make meanwhile.
     func mainLoop() async -> WorkerReport {
         var report = WorkerReport()
         let kinds = handlers.keys.sorted()
@@ -40,15 +45,10 @@ extension Worker {
         // Items held (running + ready) aim at concurrency + prefetch; claims are batched by claimThreshold.
         let prefetch = max(1, min(configuration.claimBatch, concurrency / 2))
         let claimThreshold = max(1, min(configuration.claimBatch, concurrency / 4))
-        var databaseErrors = 0
+        let bound = configuration.effectiveMaxUnflushed
 
         await withTaskGroup(of: ChildResult.self) { group in
-            var inflight = 0
-            var ready: [ReadyItem] = []
-            var claimInFlight = false
-            var wantClaim = true
-            var graceExpired = false
-            var stopLogged = false
+            var s = LoopState()
             // The grace watcher: once a stop is requested, in-flight items get the grace period,
             // then the group is cancelled. It ends at once when the loop cancels the group.
             // A cancelled `run()` opens the abort latch, which ends the grace period at once.
@@ -60,40 +60,53 @@ extension Worker {
                 return Task.isCancelled ? .watcherEnded : .graceExpired
             }
             loop: while true {
+                if let fatal = flusher.fatalFailure, report.databaseFailure == nil {
+                    report.databaseFailure = fatal
+                    shutdownGracefully()
+                }
                 if isStopping {
-                    ready.forEach { release($0.item, kind: $0.kind, reason: "released on shutdown", report: &report) }
-                    ready.removeAll()
-                    if inflight == 0 && !claimInFlight { break loop }
-                    if !stopLogged {
-                        stopLogged = true
+                    s.ready.forEach { release($0.item, kind: $0.kind, reason: "released on shutdown") }
+                    s.ready.removeAll()
+                    if s.inflight == 0 && !s.claimInFlight {
+                        report.endedByStop = true
+                        break loop
+                    }
+                    if !s.stopLogged {
+                        s.stopLogged = true
                         logger.info("stopping: no more claims; waiting for in-flight items", [
-                            "items": "\(inflight)", "grace_s": "\(grace.seconds)"])
+                            "items": "\(s.inflight)", "grace_s": "\(grace.seconds)"])
                     }
                 } else {
-                    if wakeup.consume() { wantClaim = true }
-                    let deficit = concurrency + prefetch - inflight - ready.count
-                    if !claimInFlight && wantClaim && !upstreamCoolingDown
-                        && (deficit >= claimThreshold || (inflight == 0 && ready.isEmpty)) {
-                        claimInFlight = true
+                    if wakeup.consume() { s.wantClaim = true }
+                    noteBackpressure(&s, bound: bound)
+                    let deficit = concurrency + prefetch - s.inflight - s.ready.count
+                    if !s.claimInFlight && s.wantClaim && !s.backpressured && !upstreamCoolingDown
+                        && (deficit >= claimThreshold || (s.inflight == 0 && s.ready.isEmpty)) {
+                        s.claimInFlight = true
                         let limit = min(deficit, configuration.claimBatch)
-                        let backoff = databaseErrors == 0 ? Duration.zero : min(.seconds(5), .milliseconds(200) * databaseErrors)
+                        let errors = s.databaseErrors
+                        let backoff = errors == 0 ? Duration.zero : min(.seconds(5), .milliseconds(200) * errors)
                         group.addTask { [self] in .claimed(await self.claimBatch(limit: limit, kinds: kinds, backoff: backoff)) }
                     }
-                    while inflight < concurrency, !ready.isEmpty {
-                        let next = ready.removeFirst()
+                    while s.inflight < concurrency, !s.ready.isEmpty, flusher.unflushed + s.inflight < bound {
+                        let next = s.ready.removeFirst()
                         group.addTask { [self] in
                             if Task.isCancelled || self.isPaused(next.item.jobID) {
                                 return .item(next.item, kind: next.kind, .released)
                             }
                             return .item(next.item, kind: next.kind, await next.operation())
                         }
-                        inflight += 1
+                        s.inflight += 1
                     }
                 }
-                if inflight == 0 && ready.isEmpty && !claimInFlight {
-                    if isStopping { break loop }
+                if s.inflight == 0 && s.ready.isEmpty && !s.claimInFlight {
+                    if isStopping {
+                        report.endedByStop = true
+                        break loop
+                    }
                     // Idle: everything we wrote is visible before we look at the backlog.
-                    await flusher.waitUntilIdle()
+                    await waitForFlusherUnlessStopped()
+                    if isStopping || flusher.fatalFailure != nil { continue }
                     if let finished = try? await store.completeFinishedJobs(), !finished.isEmpty {
                         logger.info("jobs completed", ["job.ids": finished.map(String.init).joined(separator: ",")])
                         jobCache.withLock { cache in finished.forEach { cache[$0] = nil } }
@@ -101,39 +114,32 @@ extension Worker {
                     if configuration.drain {
                         let decision = await drainDecision(kinds: kinds, report: &report)
                         if decision == .exit { break loop }
-                        if decision == .claimNow { wantClaim = true; continue }
+                        if decision == .claimNow { s.wantClaim = true; continue }
                     }
                     await wakeup.wait()
-                    wantClaim = true
+                    s.wantClaim = true
+                    continue
+                }
+                if s.inflight == 0 && !s.claimInFlight {
+                    // Only claimed items wait, held back by backpressure: wait for the flusher
+                    // (it signals the wake-up after every batch), a stop, or the poll tick.
+                    await wakeup.wait()
+                    s.wantClaim = true
                     continue
                 }
                 guard let result = await group.next() else { break loop }
                 switch result {
                 case .graceExpired:
-                    graceExpired = true
-                    logger.warning("grace period over: cancelling in-flight items", ["items": "\(inflight)"])
+                    s.graceExpired = true
+                    logger.warning("grace period over: cancelling in-flight items", ["items": "\(s.inflight)"])
                     group.cancelAll()
                 case .watcherEnded:
                     break
                 case let .claimed(batch):
-                    claimInFlight = false
-                    for entry in batch.unprepared { release(entry.item, kind: entry.kind, reason: entry.reason, report: &report) }
-                    if let error = batch.error {
-                        databaseErrors += 1
-                        logger.error("claim failed", ["error": error, "consecutive": "\(databaseErrors)"])
-                        if configuration.drain && databaseErrors >= 5 && inflight == 0 && ready.isEmpty {
-                            report.databaseFailure = error
-                            break loop
-                        }
-                        wantClaim = true
-                    } else {
-                        databaseErrors = 0
-                        wantClaim = batch.claimed == batch.requested
-                    }
-                    ready += batch.ready
+                    if handleClaimed(batch, state: &s, report: &report) == .stop { break loop }
                 case let .item(item, kind, outcome):
-                    inflight -= 1
-                    await record(outcome, of: item, kind: kind, cancelled: graceExpired, report: &report)
+                    s.inflight -= 1
+                    await record(outcome, of: item, kind: kind, cancelled: s.graceExpired, report: &report)
                 }
             }
             group.cancelAll()
@@ -141,61 +147,67 @@ extension Worker {
         return report
     }
 
-    /// One claim round trip, run as a child task: claim, look up unknown jobs, prepare per job.
-    /// After a failure it first waits `backoff`, so a database outage is not hammered.
-    func claimBatch(limit: Int, kinds: [String], backoff: Duration) async -> ClaimBatch {
-        var batch = ClaimBatch(requested: limit)
-        if backoff > .zero { try? await clock.sleep(for: backoff) }
-        let claimed: [ClaimedItem]
-        let claimStarted = clock.now
-        do {
-            claimed = try await store.claim(owner: configuration.workerID, kinds: kinds, limit: limit,
-                                            lease: configuration.lease)
-        } catch {
-            batch.error = "\(error)"
-            return batch
+    enum ClaimVerdict { case carryOn, stop }
+
+    /// A claim round trip's result: its items join the ready buffer, unprepared ones go back. A
+    /// failure is retried with backoff when retrying can help (five in a row end a drain with
+    /// nothing in flight); any other meaning stops the run with the error.
+    func handleClaimed(_ batch: ClaimBatch, state s: inout LoopState, report: inout WorkerReport) -> ClaimVerdict {
+        s.claimInFlight = false
+        for entry in batch.unprepared { release(entry.item, kind: entry.kind, reason: entry.reason) }
+        s.ready += batch.ready
+        guard let error = batch.error else {
+            s.databaseErrors = 0
+            s.wantClaim = batch.claimed == batch.requested
+            return .carryOn
         }
-        batch.claimed = claimed.count
-        guard !claimed.isEmpty else { return batch }
-        inFlight.insert(claimed.map(\.id))
-        forgetPausesResumedBefore(claimStarted, jobIDs: Set(claimed.map(\.jobID)))
-        let jobs = await jobRecords(Set(claimed.map(\.jobID)))
-        for (jobID, items) in Dictionary(grouping: claimed, by: \.jobID) {
-            guard let job = jobs[jobID], let handler = handlers[job.kind] else {
-                batch.unprepared += items.map { ($0, jobs[jobID]?.kind ?? "", "job not loaded") }
-                continue
-            }
-            do {
-                let operations = try await handler.prepare(items, of: job)
-                for (item, operation) in zip(items, operations) {
-                    batch.ready.append(ReadyItem(item: item, kind: job.kind, operation: operation))
-                }
-                if operations.count < items.count {
-                    logger.error("a kind prepared fewer operations than items; releasing the rest", [
-                        "job.id": "\(jobID)", "items": "\(items.count)", "operations": "\(operations.count)"])
-                    batch.unprepared += items[operations.count...].map { ($0, job.kind, "not prepared") }
-                }
-            } catch {
-                logger.error("preparing items failed; releasing them", ["job.id": "\(jobID)", "error": "\(error)"])
-                batch.unprepared += items.map { ($0, job.kind, "prepare failed") }
-            }
+        s.databaseErrors += 1
+        logger.error("claim failed", ["error": "\(error)", "db.sqlstate": error.sqlState ?? "",
+                                      "consecutive": "\(s.databaseErrors)"])
+        if !error.isWorthRetrying {
+            report.databaseFailure = report.databaseFailure ?? error
+            shutdownGracefully()
+        } else if configuration.drain && s.databaseErrors >= 5 && s.inflight == 0 && s.ready.isEmpty {
+            report.databaseFailure = report.databaseFailure ?? error
+            return .stop
         }
-        return batch
+        s.wantClaim = true
+        return .carryOn
     }
 
-    /// Job records by id, from the cache or the store.
-    func jobRecords(_ ids: Set<Int64>) async -> [Int64: JobRecord] {
-        var known = jobCache.withLock { cache in ids.reduce(into: [Int64: JobRecord]()) { $0[$1] = cache[$1] } }
-        let missing = ids.filter { known[$0] == nil }
-        if !missing.isEmpty, let fetched = try? await store.jobs(ids: Array(missing)) {
-            jobCache.withLock { cache in for job in fetched { cache[job.id] = job } }
-            for job in fetched { known[job.id] = job }
+    /// Updates the backpressure state and hurries the flusher while it holds. Brief spells are
+    /// normal when the database is the slower side (debug); one that lasts 5 s (a lock, an
+    /// outage) is a warning, and its end is logged.
+    func noteBackpressure(_ s: inout LoopState, bound: Int) {
+        let unflushed = flusher.unflushed
+        let held = unflushed + s.inflight >= bound
+        let fields = ["unflushed": "\(unflushed)", "in_flight": "\(s.inflight)", "bound": "\(bound)"]
+        if held {
+            flusher.hurry()
+            let since = s.backpressureSince ?? clock.now
+            s.backpressureSince = since
+            if !s.backpressureReported && clock.now.timeIntervalSince(since) >= 5 {
+                s.backpressureReported = true
+                logger.warning("backpressure: completions have waited 5 s to be written; claiming paused", fields)
+            }
+        } else if s.backpressured {
+            if s.backpressureReported { logger.info("backpressure over: claiming resumes", fields) }
+            s.backpressureSince = nil
+            s.backpressureReported = false
         }
-        return known
+        if held != s.backpressured {
+            s.backpressured = held
+            logger.debug(held ? "backpressure: claiming paused" : "backpressure over", fields)
+        }
     }
 
-    func release(_ item: ClaimedItem, kind: String, reason: String, report: inout WorkerReport, counted: Bool = true) {
-        if counted { report.released += 1 }
-        flusher.add(Completion(item: item, kind: kind, state: .available, uncharged: true, lastError: reason))
+    /// Waits until the flusher has written everything added so far, or a stop is requested.
+    func waitForFlusherUnlessStopped() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [flusher] in await flusher.waitUntilIdle() }
+            group.addTask { [stopSignal] in await stopSignal.wait() }
+            await group.next()
+            group.cancelAll()
+        }
     }
 }

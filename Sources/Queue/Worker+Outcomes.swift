@@ -1,12 +1,13 @@
 import Foundation
+import Postgres
 
 extension Worker {
-    /// Turns an outcome into a completion with its next state and backoff.
+    /// Turns an outcome into a completion with its next state and backoff. Nothing is counted
+    /// here: the report's counts come from what the flusher's statements wrote.
     func record(_ outcome: ItemOutcome, of item: ClaimedItem, kind: String, cancelled: Bool,
                 report: inout WorkerReport) async {
         if let (result, failure) = outcome.unencodableEffect {
             // A kind's payload that does not encode is the kind's bug: the item fails, without its effect.
-            report.failed += 1
             logger.error("an item's effect could not be encoded; recording it as failed without its effect", [
                 "item.id": "\(item.id)", "job.id": "\(item.jobID)", "error": failure])
             var failed = result
@@ -18,20 +19,19 @@ extension Worker {
         }
         switch outcome {
         case let .succeeded(result, audit, effect):
-            noteUpstream(success: true, error: nil, report: &report)
-            report.succeeded += 1
+            noteUpstream(.answered, error: nil, report: &report)
             flusher.add(Completion(item: item, kind: kind, state: .succeeded, result: result, audit: audit, effect: effect))
         case let .failed(result, audit, effect):
-            noteUpstream(success: true, error: nil, report: &report)
-            report.failed += 1
+            noteUpstream(.answered, error: nil, report: &report)
             flusher.add(Completion(item: item, kind: kind, state: .failed, lastError: result.lastError ?? result.outcome.rawValue,
                                    result: result, audit: audit, effect: effect))
         case let .retry(error, retryAfter, result):
             if cancelled {
-                release(item, kind: kind, reason: "released on shutdown", report: &report)
-            } else if item.attempt >= item.maxAttempts {
-                noteUpstream(success: false, error: error, report: &report)
-                report.discarded += 1
+                release(item, kind: kind, reason: "released on shutdown")
+                return
+            }
+            noteUpstream(.transient, error: error, report: &report)
+            if retryBudgetSpent(item) {
                 logger.warning("item discarded after its last attempt", [
                     "item.id": "\(item.id)", "job.id": "\(item.jobID)", "attempt": "\(item.attempt)", "error": error])
                 var final = result
@@ -39,69 +39,54 @@ extension Worker {
                 flusher.add(Completion(item: item, kind: kind, state: .discarded, lastError: error, result: final,
                                        audit: AuditRecord(action: "item.discarded", detail: result.detail)))
             } else {
-                noteUpstream(success: false, error: error, report: &report)
-                report.retried += 1
                 logger.debug("item will be retried", ["item.id": "\(item.id)", "attempt": "\(item.attempt)", "error": error])
                 let delay = configuration.backoff.delay(afterAttempt: item.attempt, retryAfter: retryAfter, random: random)
                 flusher.add(Completion(item: item, kind: kind, state: .available, delay: delay, lastError: error))
             }
+        case let .unreachable(error):
+            if cancelled {
+                release(item, kind: kind, reason: "released on shutdown")
+                return
+            }
+            noteUpstream(.unreached, error: error, report: &report)
+            // Nothing reached the upstream: the attempt is given back, and the item waits the
+            // first backoff step before it is claimed again.
+            let delay = configuration.backoff.delay(afterAttempt: 1, retryAfter: nil, random: random)
+            flusher.add(Completion(item: item, kind: kind, state: .available, delay: delay, uncharged: true,
+                                   lastError: error, tally: .unreached))
         case let .pauseJob(reason):
-            release(item, kind: kind, reason: "job paused", report: &report, counted: false)
-            let first = pausedJobs.withLock { paused -> Bool in
-                guard paused[item.jobID] == nil else { return false }
-                paused[item.jobID] = .distantFuture
-                return true
-            }
-            if first {
-                report.pausedJobs[item.jobID] = reason
-                logger.error("configuration error: job paused", ["job.id": "\(item.jobID)", "reason": reason])
-                do {
-                    _ = try await store.pauseJob(id: item.jobID, reason: reason)
-                    let committed = clock.now
-                    pausedJobs.withLock { $0[item.jobID] = committed }
-                } catch {
-                    logger.error("pausing the job failed", ["job.id": "\(item.jobID)", "error": "\(error)"])
-                }
-            }
+            release(item, kind: kind, reason: "job paused", counted: false)
+            await pause(item.jobID, reason: reason, report: &report)
         case .released:
-            release(item, kind: kind, reason: cancelled ? "released on shutdown" : "released", report: &report)
+            release(item, kind: kind, reason: cancelled ? "released on shutdown" : "released")
         }
     }
 
-    /// Tracks transient failures in a row. Past the threshold the upstream is taken to be down:
-    /// a drain stops (exit 75) with items left for the next run instead of burning their attempts;
-    /// a long-running worker pauses claiming for the cool-down.
-    func noteUpstream(success: Bool, error: String?, report: inout WorkerReport) {
-        let threshold = configuration.effectiveUpstreamFailureThreshold
-        let tripped = upstream.withLock { u -> Bool in
-            if success {
-                u.consecutiveTransient = 0
-                return false
-            }
-            u.consecutiveTransient += 1
-            guard u.consecutiveTransient == threshold else { return false }
-            u.coolDownUntil = clock.now.addingTimeInterval(configuration.upstreamCoolDown.seconds)
+    /// True when a transient failure of this attempt discards the item: it has used its max
+    /// attempts AND its first attempt started at least `retryBudget` ago (an item whose first
+    /// attempt time is unknown counts as old).
+    func retryBudgetSpent(_ item: ClaimedItem) -> Bool {
+        guard item.attempt >= item.maxAttempts else { return false }
+        guard let first = item.firstAttemptAt else { return true }
+        return clock.now.timeIntervalSince(first) >= configuration.retryBudget.seconds
+    }
+
+    /// Pauses a job once per worker (the first item to ask), recording when the pause committed.
+    func pause(_ jobID: Int64, reason: String, report: inout WorkerReport) async {
+        let first = pausedJobs.withLock { paused -> Bool in
+            guard paused[jobID] == nil else { return false }
+            paused[jobID] = .distantFuture
             return true
         }
-        guard tripped else { return }
-        logger.error("upstream looks down: transient failures in a row", [
-            "failures": "\(threshold)", "error": error ?? "", "drain": "\(configuration.drain)",
-            "cool_down_s": "\(configuration.upstreamCoolDown.seconds)"])
-        if configuration.drain {
-            report.upstreamFailure = "\(threshold) transient failures in a row; last: \(error ?? "?")"
-            shutdownGracefully()
-        }
-    }
-
-    /// True while claiming is paused after the upstream looked down.
-    var upstreamCoolingDown: Bool {
-        let now = clock.now
-        return upstream.withLock { u in
-            guard let until = u.coolDownUntil else { return false }
-            if until > now { return true }
-            u.coolDownUntil = nil
-            u.consecutiveTransient = 0
-            return false
+        guard first else { return }
+        report.pausedJobs[jobID] = reason
+        logger.error("configuration error: job paused", ["job.id": "\(jobID)", "reason": reason])
+        do {
+            _ = try await store.pauseJob(id: jobID, reason: reason)
+            let committed = clock.now
+            pausedJobs.withLock { $0[jobID] = committed }
+        } catch {
+            logger.error("pausing the job failed", ["job.id": "\(jobID)", "error": "\(error)"])
         }
     }
 
@@ -114,7 +99,7 @@ extension Worker {
             backlog = try await store.backlog(kinds: kinds)
         } catch {
             logger.error("reading the backlog failed", ["error": "\(error)"])
-            report.databaseFailure = "\(error)"
+            report.databaseFailure = DatabaseError.from(error)
             return .exit
         }
         if backlog.dueNow > 0 { return .claimNow }
@@ -136,7 +121,24 @@ extension Worker {
                 logger.error("job is paused and needs attention", ["job.id": "\(id)", "reason": reason])
             }
         }
+        await noteUnrunnable(report: &report)
         return .exit
+    }
+
+    /// Work due that no handler of this process can run (`unavailableKinds`): a drain that
+    /// leaves it behind says so, naming each job (exit 78).
+    func noteUnrunnable(report: inout WorkerReport) async {
+        let unavailable = configuration.unavailableKinds
+        guard !unavailable.isEmpty else { return }
+        do {
+            for job in try await store.openJobs(kinds: unavailable.keys.sorted()) {
+                let reason = unavailable[job.kind] ?? "no handler"
+                report.unrunnable.append(UnrunnableJob(job: job, reason: reason))
+                logger.error("work due that this worker cannot run", ["job.id": "\(job.id)", "kind": job.kind, "reason": reason])
+            }
+        } catch {
+            logger.warning("looking for work of kinds this worker cannot run failed", ["error": "\(error)"])
+        }
     }
 }
 

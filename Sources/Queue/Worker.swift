@@ -30,8 +30,8 @@ public final class Worker: Service {
     let jobCache = Mutex<[Int64: JobRecord]>([:])
     /// Items this worker's rescues discarded (their last attempt was lost with a worker).
     let rescueDiscarded = Atomic<Int>(0)
-    /// Transient failures in a row with no success in between, and when claiming may resume.
-    let upstream = Mutex<(consecutiveTransient: Int, coolDownUntil: Date?)>((0, nil))
+    /// Failures in a row with no answer in between, and when claiming may resume.
+    let upstream = Mutex(UpstreamState())
     private let report = Mutex<WorkerReport?>(nil)
 
     /// - Parameters:
@@ -49,7 +49,8 @@ public final class Worker: Service {
             store: store, owner: configuration.workerID,
             writes: Dictionary(handlers.map { ($0.kind, $0.writes) }, uniquingKeysWith: { first, _ in first }),
             maxItems: configuration.flushMaxItems, interval: configuration.flushInterval,
-            clock: clock, inFlight: inFlight, logger: logger)
+            closeGrace: configuration.shutdownGrace, clock: clock, inFlight: inFlight, logger: logger,
+            progress: wakeup, abort: abortSignal)
     }
 
     /// New work may be due (a NOTIFY arrived). Safe from any thread.
@@ -100,11 +101,40 @@ public final class Worker: Service {
         await flushing
         maintenance.cancel()
         await maintenance.value
+        let flushed = flusher.result
+        report.add(accepted: flushed.accepted)
+        report.unwritten = flushed.unwritten
+        report.superseded = flushed.superseded
+        report.peakUnflushed = flusher.peakUnflushed
         report.discarded += rescueDiscarded.load(ordering: .relaxed)
-        if let failure = flusher.lastFailure, report.databaseFailure == nil {
+        if let failure = flushed.fatal, report.databaseFailure == nil {
             report.databaseFailure = failure
         }
+        await noteWorkLeft(&report)
         return report
+    }
+
+    /// A drain stopped by request (SIGTERM/SIGINT) before its work was done says what is left,
+    /// so the CLI exits 75 rather than 0. Stops explained otherwise (the upstream or the
+    /// database) already say so.
+    private func noteWorkLeft(_ report: inout WorkerReport) async {
+        guard configuration.drain, report.endedByStop, report.upstreamFailure == nil, report.databaseFailure == nil else {
+            return
+        }
+        if abortSignal.isOpen {
+            // Cancelled past the grace period: do not wait on the database again.
+            report.stoppedWithWorkLeft = "cancelled after the grace period; the work left was not read"
+            return
+        }
+        do {
+            let backlog = try await store.backlog(kinds: handlers.keys.sorted())
+            guard backlog.unfinished > 0 || report.unwritten > 0 else { return }
+            report.stoppedWithWorkLeft = "\(backlog.unfinished) items left (\(backlog.dueNow) due, \(backlog.running) leased, "
+                + "\(backlog.scheduled) scheduled)" + (report.unwritten > 0 ? ", \(report.unwritten) completions unwritten" : "")
+        } catch {
+            report.stoppedWithWorkLeft = "the work left could not be read: \(error)"
+        }
+        logger.warning("stopped before the drain was done", ["left": report.stoppedWithWorkLeft ?? ""])
     }
 
     var isStopping: Bool { stopSignal.isOpen }

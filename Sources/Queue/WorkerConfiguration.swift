@@ -30,12 +30,32 @@ public struct WorkerConfiguration: Sendable {
     public var upstreamFailureThreshold: Int
     /// How long claiming pauses after the upstream is taken to be down (long-running mode). Default 60 s.
     public var upstreamCoolDown: Duration
+    /// Calls that never reached the upstream (`ItemOutcome.unreachable`) in a row, with no call
+    /// reaching it in between, after which it is taken to be down, as above. Scaled to the job
+    /// so a small job stops too: 0 picks min(the threshold above, max(10, 2 × distinct items
+    /// claimed so far)), e.g. 22 for an 11-item job, 128 for a large one at concurrency 64.
+    public var unreachableFailureThreshold: Int
+    /// A transient failure discards an item only when it has used its max attempts AND its first
+    /// attempt started longer ago than this; until then it is retried with backoff (a drain
+    /// leaves retries beyond `drainHorizon` for the next run). Default 1 hour; 0 discards at max
+    /// attempts, as a pure count.
+    public var retryBudget: Duration
+    /// Backpressure: most completions waiting to be written plus items in flight. While that many
+    /// are held, the worker neither claims nor starts items, so a database that cannot take
+    /// writes (a lock, an outage) holds at most this many completions in memory. 0 picks
+    /// max(2 × concurrency, 64).
+    public var maxUnflushed: Int
+    /// Kinds this process cannot run, with why (e.g. no Apple credentials configured). With
+    /// `drain`, running jobs of these kinds with items left are reported (`WorkerReport.unrunnable`),
+    /// which the CLI turns into exit 78. Default none.
+    public var unavailableKinds: [String: String]
 
     public init(workerID: String, concurrency: Int = 64, claimBatch: Int = 500, lease: Duration = .seconds(30),
                 pollInterval: Duration = .seconds(1), flushMaxItems: Int = 500, flushInterval: Duration = .milliseconds(20),
                 shutdownGrace: Duration = .seconds(20), drain: Bool = false, drainHorizon: Duration = .seconds(120),
                 backoff: BackoffPolicy = BackoffPolicy(), upstreamFailureThreshold: Int = 0,
-                upstreamCoolDown: Duration = .seconds(60)) {
+                upstreamCoolDown: Duration = .seconds(60), unreachableFailureThreshold: Int = 0,
+                retryBudget: Duration = .seconds(3600), maxUnflushed: Int = 0, unavailableKinds: [String: String] = [:]) {
         self.workerID = workerID
         self.concurrency = concurrency
         self.claimBatch = claimBatch
@@ -49,41 +69,25 @@ public struct WorkerConfiguration: Sendable {
         self.backoff = backoff
         self.upstreamFailureThreshold = upstreamFailureThreshold
         self.upstreamCoolDown = upstreamCoolDown
+        self.unreachableFailureThreshold = unreachableFailureThreshold
+        self.retryBudget = retryBudget
+        self.maxUnflushed = maxUnflushed
+        self.unavailableKinds = unavailableKinds
     }
 
     /// The effective threshold for taking the upstream to be down.
     var effectiveUpstreamFailureThreshold: Int {
         upstreamFailureThreshold > 0 ? upstreamFailureThreshold : max(100, 2 * concurrency)
     }
-}
 
-/// What a worker run did. The CLI decides the process exit status from these facts.
-public struct WorkerReport: Sendable, Equatable {
-    public var succeeded = 0
-    /// Permanent per-item failures.
-    public var failed = 0
-    /// Items discarded after their last attempt failed transiently.
-    public var discarded = 0
-    public var retried = 0
-    public var released = 0
-    /// Reasons of jobs this worker paused for configuration errors.
-    public var pausedJobs: [Int64: String] = [:]
-    /// Items left for a later run (scheduled beyond the drain horizon, or leased elsewhere).
-    public var leftPending = 0
-    /// Set when the run ended on a database failure it could not ride out.
-    public var databaseFailure: String?
-    /// Set when a drain stopped because the upstream (the service the kinds call) looked down.
-    public var upstreamFailure: String?
+    /// The effective "unreachable" threshold once `distinctClaimed` items have been claimed.
+    func effectiveUnreachableThreshold(distinctClaimed: Int) -> Int {
+        if unreachableFailureThreshold > 0 { return unreachableFailureThreshold }
+        return min(effectiveUpstreamFailureThreshold, max(10, 2 * distinctClaimed))
+    }
 
-    public init() {}
-
-    /// The report as structured log fields (`worker stopped`), without failure texts.
-    public var logFields: [String: String] {
-        [
-            "succeeded": "\(succeeded)", "failed": "\(failed)", "discarded": "\(discarded)",
-            "retried": "\(retried)", "released": "\(released)", "paused_jobs": "\(pausedJobs.count)",
-            "left_pending": "\(leftPending)", "database_failure": "\(databaseFailure != nil)",
-            "upstream_failure": "\(upstreamFailure != nil)",
-        ]
+    /// The effective backpressure bound.
+    var effectiveMaxUnflushed: Int {
+        maxUnflushed > 0 ? maxUnflushed : max(2 * concurrency, 64)
     }
 }

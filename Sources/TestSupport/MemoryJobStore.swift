@@ -66,7 +66,8 @@ public final class MemoryJobStore: JobStore {
                 var updated = item
                 let c = item.claimed
                 updated.claimed = ClaimedItem(id: c.id, jobID: c.jobID, accountID: c.accountID, payload: c.payload,
-                                              attempt: c.attempt + 1, maxAttempts: c.maxAttempts)
+                                              attempt: c.attempt + 1, maxAttempts: c.maxAttempts,
+                                              firstAttemptAt: c.firstAttemptAt ?? now)
                 updated.state = .running
                 updated.owner = owner
                 updated.leaseExpiresAt = now.addingTimeInterval(lease.seconds)
@@ -80,10 +81,10 @@ public final class MemoryJobStore: JobStore {
         state.withLock { s in ids.compactMap { s.jobs[$0] } }
     }
 
-    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int {
+    public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
         let now = clock.now
         return state.withLock { s in
-            var written = 0
+            var written: [Int64: Int] = [:]
             for c in completions {
                 guard var item = s.items[c.item.id], item.state == .running, item.owner == owner,
                       item.claimed.attempt == c.item.attempt else { continue }
@@ -94,7 +95,8 @@ public final class MemoryJobStore: JobStore {
                 if c.uncharged {
                     let x = item.claimed
                     item.claimed = ClaimedItem(id: x.id, jobID: x.jobID, accountID: x.accountID, payload: x.payload,
-                                               attempt: x.attempt - 1, maxAttempts: x.maxAttempts)
+                                               attempt: x.attempt - 1, maxAttempts: x.maxAttempts,
+                                               firstAttemptAt: x.attempt <= 1 ? nil : x.firstAttemptAt)
                 }
                 if c.state == .available { item.runAt = now.addingTimeInterval(c.delay.seconds) }
                 s.items[c.item.id] = item
@@ -102,7 +104,7 @@ public final class MemoryJobStore: JobStore {
                     if let result = c.result, s.results[c.item.id] == nil { s.results[c.item.id] = result }
                     if let audit = c.audit { s.audit.append((c.item.id, audit)) }
                 }
-                written += 1
+                written[c.item.id] = c.item.attempt
             }
             return written
         }
@@ -120,16 +122,18 @@ public final class MemoryJobStore: JobStore {
         }
     }
 
-    public func rescueExpired(limit: Int) async throws -> RescueReport {
+    public func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport {
         let now = clock.now
         return state.withLock { s in
             var report = RescueReport(retried: 0, discarded: 0)
-            for (id, item) in s.items where item.state == .running && (item.leaseExpiresAt ?? .distantFuture) < now {
+            for (id, item) in s.items where item.state == .running && (item.leaseExpiresAt ?? .distantFuture) < now
+                && (sparing == nil || item.owner != sparing) {
                 var moved = item
                 moved.owner = nil
                 moved.leaseExpiresAt = nil
                 moved.lastError = "lease expired"
-                if item.claimed.attempt >= item.claimed.maxAttempts {
+                let first = item.claimed.firstAttemptAt ?? .distantPast
+                if item.claimed.attempt >= item.claimed.maxAttempts && now.timeIntervalSince(first) >= retryBudget.seconds {
                     moved.state = .discarded
                     s.results[id] = s.results[id] ?? ResultRecord(outcome: .discarded)
                     report.discarded += 1
@@ -186,10 +190,20 @@ public final class MemoryJobStore: JobStore {
         return state.withLock { s in
             let live = Set(s.jobs.values.filter { $0.state == .running && kinds.contains($0.kind) }.map(\.id))
             let mine = s.items.values.filter { live.contains($0.claimed.jobID) }
+            let later = mine.filter { $0.state == .available && $0.runAt > now }
             return QueueBacklog(
                 dueNow: mine.filter { $0.state == .available && $0.runAt <= now }.count,
                 running: mine.filter { $0.state == .running }.count,
-                nextRunAt: mine.filter { $0.state == .available && $0.runAt > now }.map(\.runAt).min())
+                nextRunAt: later.map(\.runAt).min(), scheduled: later.count)
+        }
+    }
+
+    public func openJobs(kinds: [String]) async throws -> [JobRecord] {
+        state.withLock { s in
+            s.jobs.values.filter { job in
+                job.state == .running && kinds.contains(job.kind)
+                    && s.items.values.contains { $0.claimed.jobID == job.id && ($0.state == .available || $0.state == .running) }
+            }.sorted { $0.id < $1.id }
         }
     }
 }

@@ -34,14 +34,16 @@ struct ExitCode: Equatable, Sendable {
     static let temporaryFailure = ExitCode(75)
     static let configuration = ExitCode(78)
 
-    /// `work`: 78 when a job is paused (a configuration error); a database failure that stopped
-    /// the run by its meaning (`of(_: DatabaseError)`: 75, 78 or 70); 75 when Apple stopped it;
-    /// 1 when items failed permanently or were discarded; 75 when work is left pending beyond the
-    /// drain horizon; else 0.
+    /// `work`: 78 when a job is paused (a configuration error) or due work's kind cannot run here
+    /// (no credentials); a database failure that stopped the run by its meaning
+    /// (`of(_: DatabaseError)`: 75, 78 or 70); 75 when Apple stopped the run, a drain was stopped
+    /// by a signal with work left, or completions could not be written; 1 when items failed
+    /// permanently or were discarded; 75 when work is left pending beyond the drain horizon; else 0.
     static func of(_ report: WorkerReport) -> ExitCode {
-        if !report.pausedJobs.isEmpty { return .configuration }
+        if !report.pausedJobs.isEmpty || !report.unrunnable.isEmpty { return .configuration }
         if let failure = report.databaseFailure { return of(databaseFailure: failure) }
         if report.upstreamFailure != nil { return .temporaryFailure }
+        if report.stoppedWithWorkLeft != nil || report.unwritten > 0 { return .temporaryFailure }
         if report.failed > 0 || report.discarded > 0 { return .failure }
         if report.leftPending > 0 { return .temporaryFailure }
         return .success
@@ -125,9 +127,6 @@ extension ExitCode {
     /// A worker run that stopped on a database failure: by its meaning.
     static func of(databaseFailure: DatabaseError) -> ExitCode { of(databaseFailure) }
 
-    /// A failure known only by its text: temporary, as before the failure was typed.
-    static func of(databaseFailure: String) -> ExitCode { .temporaryFailure }
-
     /// What to print for a database failure: what it means and what to do.
     /// - Parameter database: the redacted connection settings.
     static func databaseFailureLine(_ error: DatabaseError, database: String) -> String {
@@ -154,10 +153,5 @@ extension ExitCode {
     /// The line for a worker run that stopped on a database failure (`WorkerReport.databaseFailure`).
     static func workerDatabaseFailureLine(_ failure: DatabaseError, database: String) -> String {
         "database failure: " + databaseFailureLine(failure, database: database)
-    }
-
-    /// The line for a failure known only by its text.
-    static func workerDatabaseFailureLine(_ failure: String, database: String) -> String {
-        "database failure: \(failure)"
     }
 }

@@ -13,6 +13,8 @@ struct WorkerWiring {
     let transport: CurlTransport
     let registry: AppleClientRegistry
     let handlers: [any JobHandler]
+    /// Kinds this process cannot run, with why (a drain with their work due exits 78 naming them).
+    let unavailableKinds: [String: String]
 
     /// Connects, checks the schema, then builds the kinds: no-op and the transfers always (a
     /// transfer job for a team without credentials is paused, naming `SIWA_TEAMS_FILE`);
@@ -28,17 +30,23 @@ struct WorkerWiring {
             let transport = CurlTransport()
             let registry = try configuration.appleClientRegistry(transport: transport, clock: clock)
             var handlers: [any JobHandler] = [NoopHandler()]
+            var unavailable: [String: String] = [:]
             if configuration.hasSingleTeamCredentials {
                 handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry, clock: clock)
             } else {
-                logger.warning("refresh-validation disabled: no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)")
+                let why = "no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)"
+                for kind in [RefreshValidationHandler.kind, RevocationSweepHandler.kind, NotificationProcessingHandler.kind] {
+                    unavailable[kind] = why
+                }
+                logger.warning("refresh-validation, revocation-sweep and notification-processing disabled", ["reason": why])
             }
             let tokens = MigrationTokens(clock: clock)
             handlers += [
                 TransferExportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
                 TransferImportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
             ]
-            return WorkerWiring(pool: pool, transport: transport, registry: registry, handlers: handlers)
+            return WorkerWiring(pool: pool, transport: transport, registry: registry, handlers: handlers,
+                                unavailableKinds: unavailable)
         } catch {
             await pool.close()
             throw error

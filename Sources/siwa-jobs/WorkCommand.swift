@@ -27,6 +27,12 @@ enum WorkCommand: Command {
     static let drainHorizon = Declare.value("drain-horizon-seconds", "S", .seconds(in: 0...86400),
                                             default: defaults.drainHorizon,
                                             help: "with --drain, retries due within this time are waited for")
+    static let retryBudget = Declare.value("retry-budget-seconds", "S", .seconds(in: 0...604_800), default: defaults.retryBudget,
+                                           help: "a transient failure discards an item only after its max attempts AND this "
+                                               + "long since its first attempt (0: max attempts alone)")
+    static let maxUnflushed = Declare.option("max-unflushed", "N", .integer(in: 1...1_000_000),
+                                             help: "backpressure: completions waiting to be written plus items in flight at "
+                                                 + "which claiming pauses", defaultText: "max(2 x concurrency, 64)")
     static let kinds = Declare.option("kinds", "LIST", .string, help: "comma-separated job kinds to run (default: all)")
     static let workerID = Declare.option("worker-id", "ID", .string, help: "prefix of this process's lease owner id",
                                          defaultText: "the host name")
@@ -38,16 +44,19 @@ enum WorkCommand: Command {
     static let spec = CommandSpec(
         "work", abstract: "run the worker (--drain for cron)",
         discussion: "Exit 0 every item succeeded; 1 some failed permanently or were discarded; 75 database or Apple "
-            + "unavailable, or retries left beyond the drain horizon; 78 a job is paused for a configuration error.",
-        options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, kinds, workerID,
-                  poolSize, drain, progress, stats],
+            + "unavailable, retries left beyond the drain horizon, or a drain stopped by a signal with work left; 78 a job "
+            + "is paused for a configuration error, or work is due whose kind this worker has no credentials for.",
+        options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, retryBudget,
+                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats],
         environment: EnvironmentDocs.worker)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        let configuration = try workerConfiguration(arguments)
+        var configuration = try workerConfiguration(arguments)
         let logger = context.configuration.logger("worker", clock: context.clock)
         let wiring = try await WorkerWiring.make(configuration: context.configuration, poolSize: arguments[poolSize],
                                                  logger: logger, clock: context.clock)
+        // With --kinds the operator chose what runs here; otherwise due work of a disabled kind is reported.
+        if arguments[kinds] == nil { configuration.unavailableKinds = wiring.unavailableKinds }
         let handlers: [any JobHandler]
         do {
             handlers = try selectedHandlers(wiring.handlers, arguments)
@@ -88,13 +97,20 @@ enum WorkCommand: Command {
 
     private static func printSummary(_ report: WorkerReport, elapsed: Double, stats: Bool, database: String) {
         say("worker: succeeded=\(report.succeeded) failed=\(report.failed) discarded=\(report.discarded) retried=\(report.retried) "
-            + "released=\(report.released) paused_jobs=\(report.pausedJobs.count) wall_s=\(String(format: "%.2f", elapsed)) "
-            + "exit=\(ExitCode.of(report).rawValue)")
+            + "released=\(report.released) unreached=\(report.unreached) unwritten=\(report.unwritten) "
+            + "paused_jobs=\(report.pausedJobs.count) wall_s=\(String(format: "%.2f", elapsed)) exit=\(ExitCode.of(report).rawValue)")
         for (job, reason) in report.pausedJobs.sorted(by: { $0.key < $1.key }) {
             say("job \(job) paused: \(reason)")
         }
+        for entry in report.unrunnable {
+            say("job \(entry.job.id) (\(describe(entry.job))) has work due that this worker cannot run: \(entry.reason)")
+        }
         if let failure = report.databaseFailure { say(ExitCode.workerDatabaseFailureLine(failure, database: database)) }
         if let failure = report.upstreamFailure { say("Apple unavailable, run stopped early (items left for the next run): \(failure)") }
+        if let left = report.stoppedWithWorkLeft { say("stopped before the work was done (left for the next run): \(left)") }
+        if report.unwritten > 0 {
+            say("\(report.unwritten) completions could not be written: their leases expire and the items are redone by the next run")
+        }
         if stats {
             let usage = ProcessUsage.current()
             say(String(format: "worker stats: cpu_user_s=%.2f cpu_sys_s=%.2f peak_rss_mb=%.1f",
@@ -113,8 +129,19 @@ enum WorkCommand: Command {
         c.shutdownGrace = arguments[graceSeconds]
         c.pollInterval = arguments[pollSeconds]
         c.drainHorizon = arguments[drainHorizon]
+        c.retryBudget = arguments[retryBudget]
+        c.maxUnflushed = arguments[maxUnflushed] ?? 0
         c.drain = arguments[drain]
         return c
+    }
+
+    /// `kind, team T, client C`: the team and client from the job's spec, when it names them.
+    private static func describe(_ job: JobRecord) -> String {
+        let object = (try? JSONSerialization.jsonObject(with: Data(job.spec.utf8))) as? [String: Any]
+        var parts = [job.kind]
+        if let team = object?["team_id"] as? String { parts.append("team \(team)") }
+        if let client = object?["client_id"] as? String { parts.append("client \(client)") }
+        return parts.joined(separator: ", ")
     }
 
     /// `--kinds a,b`: only those handlers.

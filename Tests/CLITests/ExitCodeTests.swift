@@ -23,7 +23,7 @@ import Testing
         report.upstreamFailure = "Apple down"
         #expect(ExitCode.of(report).rawValue == 75)
         report.upstreamFailure = nil
-        report.databaseFailure = "connection lost"
+        report.databaseFailure = DatabaseError(kind: .connection, message: "connection lost", connectionWasLost: true)
         #expect(ExitCode.of(report).rawValue == 75)
         report.pausedJobs = [7: "invalid_client"]
         #expect(ExitCode.of(report).rawValue == 78, "a paused job outranks everything")

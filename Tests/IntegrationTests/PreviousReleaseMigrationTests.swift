@@ -57,6 +57,7 @@ import Testing
         let after = try rows.map { "\(try $0.decode("name", as: String.self))=\(try $0.decode("checksum", as: String.self))" }
         #expect(Array(after.prefix(Self.recordedChecksums.count)) == Self.recordedChecksums.map { "\($0.key)=\($0.value)" })
         #expect(after.count == Self.recordedChecksums.count + added.count)
+        #expect(after.dropFirst(Self.recordedChecksums.count).map { String($0.prefix { $0 != "=" }) } == added)
         let status = try await db.pool.withConnection { conn in try await Migrator().status(on: conn) }
         #expect(status == Migrator.Status())
         await db.drop()

@@ -39,7 +39,7 @@ import Testing
             Completion(item: stale, kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok),
                        effect: EffectPayload(Note(note: "stale"))),
         ]
-        #expect(try await store.complete(completions, owner: "w", writes: writes) == 2)
+        #expect(try await store.complete(completions, owner: "w", writes: writes).count == 2)
         let rows = try await db.pool.query("""
             SELECT item_id, outcome, apple_error, token_fingerprint FROM siwa.results ORDER BY item_id
             """)

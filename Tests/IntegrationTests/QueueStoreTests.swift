@@ -16,11 +16,11 @@ import Testing
         try await Task.sleep(for: .milliseconds(3500))   // let the 3 s lease lapse (not a timing assertion)
         #expect(try await store.rescueExpired(limit: 100) == RescueReport(retried: 10, discarded: 0))
         let late = claimed.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok)) }
-        #expect(try await store.complete(late, owner: "dead-worker", writes: .none) == 0)
+        #expect(try await store.complete(late, owner: "dead-worker", writes: .none).isEmpty)
         let again = try await store.claim(owner: "live-worker", kinds: ["noop"], limit: 100, lease: .seconds(30))
         #expect(again.count == 10 && again.allSatisfy { $0.attempt == 2 })
         let done = again.map { Completion(item: $0, kind: "noop", state: .succeeded, result: ResultRecord(outcome: NoopHandler.Outcome.ok)) }
-        #expect(try await store.complete(done, owner: "live-worker", writes: .none) == 10)
+        #expect(try await store.complete(done, owner: "live-worker", writes: .none).count == 10)
         let results: Int = try await db.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
         #expect(results == 10)
         await db.drop()
@@ -46,7 +46,7 @@ import Testing
         let claimed = try await store.claim(owner: "w", kinds: ["noop"], limit: 10, lease: .seconds(30))
         let before: Date = try await db.scalar("SELECT now()")
         let retry = Completion(item: claimed[0], kind: "noop", state: .available, delay: .seconds(42), lastError: "429")
-        #expect(try await store.complete([retry], owner: "w", writes: .none) == 1)
+        #expect(try await store.complete([retry], owner: "w", writes: .none).count == 1)
         let runAt: Date = try await db.scalar("SELECT run_at FROM siwa.job_items")
         // Scheduled 42 s after the completion, which happened after `before`.
         #expect(runAt.timeIntervalSince(before) >= 42)

@@ -54,7 +54,7 @@ import Testing
 
     /// A failover mid-run: the worker's writes meet a read-only session. Needs the worker change
     /// that stops a run on a non-data database error (issue #8) to say so by meaning.
-    @Test(.enabled(if: SchemaVersionTests.workerReportsTypedFailures, "needs WorkerReport.databaseFailure: DatabaseError?"))
+    @Test
     func aDatabaseTurningReadOnlyMidRunStopsTheWorkerWith75() async throws {
         let db = try await TestDatabase.create()
         let worker = try await SchemaVersionTests.workerUnderWay(on: db)

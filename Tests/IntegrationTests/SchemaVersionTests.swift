@@ -53,12 +53,6 @@ import Testing
         await db.drop()
     }
 
-    /// True once `WorkerReport.databaseFailure` carries the `DatabaseError` (issue #8's worker
-    /// change); with text alone the CLI cannot tell a dropped schema from an outage.
-    static var workerReportsTypedFailures: Bool {
-        type(of: WorkerReport().databaseFailure) == Optional<DatabaseError>.self
-    }
-
     /// A `work --drain` process on a long no-op job of `db`, once it has written its first result
     /// (waited for up to about 30 s).
     static func workerUnderWay(on db: TestDatabase) async throws -> BinaryProcess {
@@ -74,8 +68,7 @@ import Testing
         return worker
     }
 
-    @Test(.enabled(if: workerReportsTypedFailures, "needs WorkerReport.databaseFailure: DatabaseError?"))
-    func aSchemaDroppedMidRunStopsTheWorkerWith78() async throws {
+    @Test func aSchemaDroppedMidRunStopsTheWorkerWith78() async throws {
         let db = try await TestDatabase.create()
         let worker = try await Self.workerUnderWay(on: db)
         try await db.pool.execute("DROP SCHEMA siwa CASCADE")

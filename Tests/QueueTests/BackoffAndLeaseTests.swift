@@ -49,7 +49,7 @@ final class DrawCounter: Sendable {
         clock.advance(by: .seconds(31))
         #expect(try await store.rescueExpired(limit: 10) == RescueReport(retried: 1, discarded: 0))
         let late = Completion(item: claimed[0], kind: "k", state: .succeeded, result: ResultRecord(outcome: TestOutcome.ok))
-        #expect(try await store.complete([late], owner: "dead", writes: .none) == 0)
+        #expect(try await store.complete([late], owner: "dead", writes: .none).isEmpty)
         let again = try await store.claim(owner: "alive", kinds: ["k"], limit: 10, lease: .seconds(30))
         #expect(again.first?.attempt == 2)
     }

@@ -5,39 +5,14 @@ import Testing
 import TestSupport
 @testable import Queue
 
-/// A store that refuses, like a unique-key violation would, every completion batch holding one item.
-final class RefusingStore: JobStore {
-    let inner: MemoryJobStore
-    let refused: Int64
-    init(inner: MemoryJobStore, refused: Int64) {
-        self.inner = inner
-        self.refused = refused
-    }
-    func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
-        try await inner.claim(owner: owner, kinds: kinds, limit: limit, lease: lease)
-    }
-    func jobs(ids: [Int64]) async throws -> [JobRecord] { try await inner.jobs(ids: ids) }
-    func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> Int {
-        if completions.contains(where: { $0.item.id == refused && $0.state == .succeeded }) {
-            throw DatabaseError(kind: .query, sqlState: "23505", message: "duplicate key value violates unique constraint")
-        }
-        return try await inner.complete(completions, owner: owner, writes: writes)
-    }
-    func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int {
-        try await inner.extendLeases(owner: owner, itemIDs: itemIDs, lease: lease)
-    }
-    func rescueExpired(limit: Int) async throws -> RescueReport { try await inner.rescueExpired(limit: limit) }
-    func pauseJob(id: Int64, reason: String) async throws -> Bool { try await inner.pauseJob(id: id, reason: reason) }
-    func completeFinishedJobs() async throws -> [Int64] { try await inner.completeFinishedJobs() }
-    func pausedJobs(kinds: [String]) async throws -> [Int64: String] { try await inner.pausedJobs(kinds: kinds) }
-    func backlog(kinds: [String]) async throws -> QueueBacklog { try await inner.backlog(kinds: kinds) }
-}
-
 @Suite struct WorkerRecoveryTests {
     @Test func oneRefusedCompletionFailsOnlyItsItem() async {
         let memory = MemoryJobStore()
         memory.addJob(kind: "k", count: 40)
-        let store = RefusingStore(inner: memory, refused: 7)
+        // Refused like a unique-key violation: every completion batch holding item 7's success.
+        let store = InterceptingStore(inner: memory, complete: { batch in
+            batch.contains { $0.item.id == 7 && $0.state == .succeeded } ? .uniqueViolation : nil
+        })
         let handler = ScriptedHandler(kind: "k") { _ in .succeeded(ResultRecord(outcome: TestOutcome.ok), audit: nil, effect: nil) }
         let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).runToEnd()
         #expect(report.databaseFailure == nil)
@@ -72,13 +47,15 @@ final class RefusingStore: JobStore {
     }
 
     @Test func itemsDiscardedByRescueMakeTheDrainExitOne() async throws {
+        // A lease expired on the last attempt, and the retry budget (0 here) is spent.
         let clock = ManualClock()
         let store = MemoryJobStore(clock: clock)
         store.addJob(kind: "k", count: 2, maxAttempts: 1)
         _ = try await store.claim(owner: "dead", kinds: ["k"], limit: 10, lease: .seconds(30))
         clock.advance(by: .seconds(31))
         let handler = ScriptedHandler(kind: "k") { _ in .succeeded(ResultRecord(outcome: TestOutcome.ok), audit: nil, effect: nil) }
-        let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).runToEnd()
+        let report = await Worker(store: store, handlers: [handler], configuration: configuration(retryBudget: .zero),
+                                  logger: quietLogger()).runToEnd()
         #expect(report.discarded == 2)
         // What makes the CLI exit 1: discarded items, and nothing paused or unavailable.
         #expect(report.pausedJobs.isEmpty && report.databaseFailure == nil && report.upstreamFailure == nil)

@@ -22,10 +22,10 @@ struct ScriptedHandler: JobHandler {
 
 func quietLogger() -> Logger { Logger(label: "test", minimum: .error, json: true, sink: MemoryLogSink()) }
 
-func configuration(concurrency: Int = 8, drain: Bool = true) -> WorkerConfiguration {
+func configuration(concurrency: Int = 8, drain: Bool = true, retryBudget: Duration = .seconds(3600)) -> WorkerConfiguration {
     WorkerConfiguration(workerID: "test-worker", concurrency: concurrency, claimBatch: 50, lease: .seconds(30),
                         pollInterval: .milliseconds(50), flushMaxItems: 20, flushInterval: .milliseconds(2),
-                        shutdownGrace: .seconds(5), drain: drain, drainHorizon: .zero)
+                        shutdownGrace: .seconds(5), drain: drain, drainHorizon: .zero, retryBudget: retryBudget)
 }
 
 /// The report of a run in which nothing failed, paused or was left over (the CLI's exit 0).
@@ -84,13 +84,14 @@ extension Worker {
         }
     }
 
-    @Test func exhaustedAttemptsAreDiscardedWithOneResult() async {
+    @Test func exhaustedAttemptsAreDiscardedWithOneResultWhenTheRetryBudgetIsZero() async {
         let store = MemoryJobStore()
         store.addJob(kind: "k", count: 4, maxAttempts: 1)
         let handler = ScriptedHandler(kind: "k") { _ in
             .retry(error: "503", retryAfter: nil, result: ResultRecord(outcome: TestOutcome.discarded, httpStatus: 503))
         }
-        let report = await Worker(store: store, handlers: [handler], configuration: configuration(), logger: quietLogger()).runToEnd()
+        let report = await Worker(store: store, handlers: [handler], configuration: configuration(retryBudget: .zero),
+                                  logger: quietLogger()).runToEnd()
         #expect(report.discarded == 4 && report.pausedJobs.isEmpty && report.databaseFailure == nil)
         #expect(store.items.allSatisfy { $0.state == .discarded })
         #expect(store.results.values.allSatisfy { $0.outcome == .discarded && $0.httpStatus == 503 })

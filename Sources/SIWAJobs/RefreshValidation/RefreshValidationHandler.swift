@@ -77,6 +77,7 @@ public struct RefreshValidationHandler: JobHandler {
 
     static func outcome(for error: AppleIDError, fingerprint: String, clientID: String) -> ItemOutcome {
         if error.isCancellation { return .released }   // shutdown: not the item's fault, no attempt charged
+        if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
         let detail = jsonObject(["reason": error.detail])
         switch error.errorClass {
         case .configuration:

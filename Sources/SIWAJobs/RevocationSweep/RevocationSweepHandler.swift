@@ -78,6 +78,7 @@ public struct RevocationSweepHandler: JobHandler {
                 effect: EffectPayload(Effect(wipeFingerprint: stored.fingerprint)))
         } catch {
             if error.isCancellation { return .released }
+            if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
             let error = error.atAttempt(item.attempt)   // a non-JSON 4xx is retried once, then permanent
             let detail = jsonObject(["reason": error.detail])
             switch error.errorClass {

@@ -102,6 +102,7 @@ enum MigrationCall {
         switch failure {
         case .mint(let e):
             if e.isCancellation { return .released }
+            if e.neverReachedApple { return .unreachable(error: e.description) }   // uncharged (issue #8)
             if e.errorClass == .transient { return retry(e, discarded) }
             return .pauseJob(reason: "Apple refused the user.migration access token for team \(teamID), client '\(clientID)' "
                 + "(\(e.appleError ?? e.detail)): check the team ID, the key ID (kid), that the .p8 key belongs to this team "
@@ -125,6 +126,7 @@ enum MigrationCall {
             error = e
         }
         if error.isCancellation { return .released }
+        if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
         switch error.errorClass {
         case .transient: return retry(error, discarded)
         case .configuration:
