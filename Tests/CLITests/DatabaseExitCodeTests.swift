@@ -1,4 +1,5 @@
 import Postgres
+import Queue
 import Testing
 @testable import siwa_jobs
 
@@ -36,8 +37,10 @@ import Testing
         for (error, code, line) in Self.cases {
             #expect(ExitCode.of(databaseFailure: error).rawValue == code, "\(error)")
             #expect(ExitCode.workerDatabaseFailureLine(error, database: "host=db").contains(line))
+            var report = WorkerReport()
+            report.databaseFailure = error
+            #expect(ExitCode.of(report).rawValue == code, "a run stopped on \(error)")
         }
-        #expect(ExitCode.of(databaseFailure: "text only").rawValue == 75)
     }
 
     @Test func migrateAgainstANewerSchemaIsAConfigurationError() {

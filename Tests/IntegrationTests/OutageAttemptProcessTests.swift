@@ -51,8 +51,8 @@ import Testing
         _ = try await world.database.pool.withConnection { conn in
             try await conn.execute("UPDATE siwa.accounts SET deleted_at = now()")
         }
-        let job = try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
-            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test")
+        let job = try #require(try await Enqueuer(pool: world.database.pool, clock: SystemClock()).enqueueRevocationSweep(
+            teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID, createdBy: "test"), "11 deleted accounts are due")
         #expect(job.items == 11)
         let drain = try await BinaryProcess.run(["work", "--drain"], environment: Self.unreachable(world))
         #expect(drain.status == 75, "\(drain.stdout) \(drain.stderr.suffix(1500))")

@@ -127,10 +127,10 @@ import Testing
                        effect: EffectPayload(RevocationSweepHandler.Refusal(appleError: "invalid_grant")))
         }
         let writes = KindWrites.appleCalls(effect: RevocationSweepHandler.effect)
-        #expect(try await store.complete(Array(refused.prefix(15)), owner: "w", writes: writes) == 15)
+        #expect(try await store.complete(Array(refused.prefix(15)), owner: "w", writes: writes).count == 15)
         let open: String = try await world.database.scalar("SELECT state FROM siwa.safety_stops WHERE job_id = \(job.jobID)")
         #expect(open == "open", "15 of 40 cannot decide yet")
-        #expect(try await store.complete(Array(refused.suffix(15)), owner: "w", writes: writes) == 15)
+        #expect(try await store.complete(Array(refused.suffix(15)), owner: "w", writes: writes).count == 15)
         let state: String = try await world.database.scalar("SELECT state FROM siwa.jobs WHERE id = \(job.jobID)")
         let reason: String = try await world.database.scalar("SELECT paused_reason FROM siwa.jobs WHERE id = \(job.jobID)")
         #expect(state == "paused" && reason.hasPrefix("safety stop: 30 of the first 30 results were invalid_grant"), "\(reason)")
@@ -152,7 +152,7 @@ import Testing
                        result: ResultRecord(RefreshValidationHandler.Outcome.invalid, httpStatus: 400, appleError: "invalid_grant"),
                        effect: EffectPayload(RefreshValidationHandler.Effect(tokenStatus: .invalid)))
         }
-        #expect(try await store.complete(invalid, owner: "w", writes: RefreshValidationHandler.effectWrites) == 10)
+        #expect(try await store.complete(invalid, owner: "w", writes: RefreshValidationHandler.effectWrites).count == 10)
         try await world.database.pool.execute("""
             UPDATE siwa.job_items SET state = 'discarded', lease_owner = NULL, finished_at = now()
             WHERE job_id = \(job.jobID) AND state = 'running'
