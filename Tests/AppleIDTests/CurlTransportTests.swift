@@ -4,7 +4,7 @@ import Testing
 @testable import AppleID
 
 /// CurlTransport against a real local HTTP server (Fixtures/EchoServer.swift).
-@Suite(.serialized) struct CurlTransportTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CurlTransportTests {
     @Test func postEchoesBodyHeadersAndMethod() async throws {
         let server = try EchoServer()
         defer { server.stop() }

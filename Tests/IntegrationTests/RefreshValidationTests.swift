@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Refresh-token validation end to end: real PostgreSQL, the sandbox over real HTTP, real worker processes.
-@Suite(.serialized) struct RefreshValidationTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct RefreshValidationTests {
     /// valid/invalid counts of a job, from the job_progress view.
     func counts(_ world: SIWAWorld, job: Int64) async throws -> (valid: Int, invalid: Int, terminal: Int, items: Int) {
         let rows = try await world.database.pool.withConnection { conn in

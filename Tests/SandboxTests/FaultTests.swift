@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 @testable import Sandbox
 
-@Suite struct FaultTests {
+@Suite(.timeLimit(.minutes(5))) struct FaultTests {
     func script(_ f: SandboxFixture, _ json: String) throws {
         let reply = try f.postJSON("/__sandbox/faults", json)
         #expect(reply.status == 200, "\(reply.text)")
