@@ -36,6 +36,7 @@ final class SandboxHandler: Sendable {
     func respond(to req: HTTPServerRequest) -> HTTPServerResult {
         var tally = RequestTally(endpoint: Self.endpointLabel(req.path))
         let isApple = req.path.hasPrefix("/auth/")
+        let arrival: ContinuousClock.Instant? = isApple && model.requestLog.isOn ? .now : nil
         var decision = FaultDecision(fault: nil, delayMs: 0, retryAfterSeconds: 0)
         if isApple { decision = plan.decide() }
         let response: HTTPServerResponse
@@ -43,6 +44,7 @@ final class SandboxHandler: Sendable {
             tally.fault = fault.rawValue
             if fault == .reset {
                 model.counters.withLock { $0.apply(tally) }
+                if let arrival { log(req, arrival: arrival, decision: decision, status: 0) }
                 return .reset
             }
             response = FaultResponses.response(for: fault, retryAfter: decision.retryAfterSeconds)
@@ -53,8 +55,18 @@ final class SandboxHandler: Sendable {
         tally.status = response.status
         tally.errorCode = response.errorCode
         model.counters.withLock { $0.apply(tally) }
+        if let arrival { log(req, arrival: arrival, decision: decision, status: response.status) }
         guard decision.delayMs > 0 else { return .answer(response) }
         return .delay(.microseconds(Int64((decision.delayMs * 1000).rounded())), response)
+    }
+
+    /// Records one `/auth/*` request in the model's request log (only called while it is on).
+    private func log(_ req: HTTPServerRequest, arrival: ContinuousClock.Instant, decision: FaultDecision, status: Int) {
+        let refreshToken = req.path == "/auth/token" ? (try? FormBody(req.body))?["refresh_token"] : nil
+        model.requestLog.append(SandboxRequestRecord(
+            arrival: arrival, path: req.path, fault: decision.fault?.rawValue, status: status,
+            retryAfterSeconds: decision.fault == .tooManyRequests ? decision.retryAfterSeconds : nil,
+            delay: .microseconds(Int64((decision.delayMs * 1000).rounded())), refreshToken: refreshToken))
     }
 
     private static func tooLarge(isApple: Bool) -> HTTPServerResponse {

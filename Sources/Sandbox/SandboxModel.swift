@@ -56,6 +56,8 @@ public final class SandboxModel: Sendable {
     /// prove none of them reached logs, results or views.
     let recentAccessTokens = Mutex<[String]>([])
     static let issuedAccessTokenLimit = 20_000
+    /// Opt-in log of `/auth/*` requests (`startRequestLog`), off by default.
+    let requestLog = SandboxRequestLog()
     let keyLoader: @Sendable (String) throws -> any ES256Verifying
     /// The sandbox's wall clock (before `clockOffset`).
     public let clock: any WallClock

@@ -4,7 +4,7 @@ import Testing
 @testable import AppleID
 
 /// CurlTransport against a real local HTTP server (Fixtures/EchoServer.swift).
-@Suite(.serialized) struct CurlTransportTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct CurlTransportTests {
     @Test func postEchoesBodyHeadersAndMethod() async throws {
         let server = try EchoServer()
         defer { server.stop() }
@@ -112,7 +112,8 @@ import Testing
         let transport = CurlTransport()
         defer { transport.shutdown() }
         let task = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeout: .seconds(60))) }
-        try await Task.sleep(nanoseconds: 100_000_000)
+        // In flight from the server's side: it has read the request and is holding the answer.
+        try await server.waitUntilSeen("/slow")
         task.cancel()
         let result = await task.result
         #expect(throws: TransportError(kind: .cancelled, message: "request cancelled")) { try result.get() }
@@ -122,8 +123,10 @@ import Testing
             return try await transport.send(HTTPRequest(url: server.url("/echo")))
         }
         await #expect(throws: TransportError.self) { try await pre.value }
+        #expect(try await server.seen("/echo") == 0, "a request cancelled before it started was sent")
         // The transport still works afterwards.
         #expect(try await transport.send(HTTPRequest(url: server.url("/echo"))).status == 200)
+        #expect(try await server.seen("/echo") == 1)
     }
 
     @Test func cancellationStormResumesEveryCallerOnce() async throws {
@@ -157,14 +160,17 @@ import Testing
         defer { server.stop() }
         let transport = CurlTransport()
         let pending = Task { try await transport.send(HTTPRequest(url: server.url("/slow"), timeout: .seconds(60))) }
-        try await Task.sleep(nanoseconds: 100_000_000)
+        // In flight from the server's side before the shutdown.
+        try await server.waitUntilSeen("/slow")
         transport.shutdown()
-        do {
-            _ = try await pending.value
-            Issue.record("in-flight request survived shutdown")
-        } catch let error as TransportError {
-            #expect(error.message == "transport shut down")
-        }
+        let shutDown = TransportError(kind: .other, message: "transport shut down")
+        let inFlight = await pending.result
+        #expect(throws: shutDown) { try inFlight.get() }
+        // A later request fails the same way without reaching the server.
+        let later = await Task { try await transport.send(HTTPRequest(url: server.url("/echo"), timeout: .seconds(10))) }.result
+        #expect(throws: shutDown) { try later.get() }
+        #expect(try await server.seen("/echo") == 0, "a request sent after shutdown reached the server")
+        #expect(try await server.seen("/slow") == 1)
     }
 
     @Test func shutdownFailsLaterRequests() async throws {

@@ -6,7 +6,7 @@ import TestSupport
 
 /// `MigrationTokenProvider`: one `client_credentials` token shared by every caller, minted once
 /// (single-flight), reused until shortly before `expires_in`, re-minted once after `invalid_grant`.
-@Suite struct MigrationTokenProviderTests {
+@Suite(.timeLimit(.minutes(5))) struct MigrationTokenProviderTests {
     /// A transport that answers `/auth/token` with numbered tokens after a short pause (so callers
     /// pile up on one mint) and counts the mints.
     final class Mint: Sendable {

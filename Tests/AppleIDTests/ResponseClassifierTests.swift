@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AppleID
+import TestSupport
 
 @Suite struct ResponseClassifierTests {
     let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
@@ -46,12 +47,22 @@ import Testing
         #expect(ResponseClassifier.failure(for: json(204, ""), now: now) == nil)
     }
 
+    /// An HTML page (an edge, not Apple) is transient on any status, through the client's own path
+    /// (`AppleIDClient.validateRefreshToken`: the classifier for a non-2xx, the body parse for a 200).
+    /// On a 4xx it retries once; a 429 or 5xx is classified by its status.
     @Test(arguments: [200, 400, 403, 429, 503])
-    func htmlBodyIsTransient(_ status: Int) {
-        let html = HTTPResponse(status: status, headers: [("content-type", "text/html; charset=utf-8")], body: Array("<html><center>Apple</center></html>".utf8))
-        let error = ResponseClassifier.failure(for: html, now: now) ?? ResponseClassifier.unparseable(html)
+    func htmlBodyIsTransient(_ status: Int) async throws {
+        let transport = AppleIDClientTests.reply(status, "<html><center>Apple</center></html>", contentType: "text/html; charset=utf-8")
+        let error = try #require(await AppleIDClientTests.failure(transport) { try await $0.validateRefreshToken("r") })
+        #expect(transport.requests.count == 1)
         #expect(error.errorClass == .transient)
-        #expect(error.detail.hasPrefix(status == 429 || status == 503 ? "HTTP" : "unparseable response body (text/html)"))
+        #expect(error.httpStatus == status)
+        if status == 429 || status == 503 {
+            #expect(error.detail.hasPrefix("HTTP \(status)"), "\(error.detail)")
+        } else {
+            #expect(error.detail == "unparseable response body (text/html)")
+            #expect(error.retriesOnce == (status != 200))
+        }
     }
 
     @Test func truncatedJSONIsTransient() throws {

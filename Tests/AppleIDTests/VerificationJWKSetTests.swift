@@ -106,10 +106,8 @@ import SIWACrypto
         }
     }
 
-    @Test func httpProviderReturnsWhatItsClosureFetches() async throws {
-        let provider = HTTPJWKSProvider { Array(AppleJWKSFixture.json.utf8) }
-        #expect(try JWKSet.parse(try await provider.fetch()).kids.count == 2)
-    }
+    // The HTTP providers (`JWKSProviders.apple`, `.url`) are tested against the sandbox's
+    // /auth/keys over real HTTP: IntegrationTests/JWKSProviderTests.
 }
 
 /// End to end on Apple's own data: a real id_token against the real JWKS.

@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 8 §10, odd answers from Apple through the real binary, the sandbox and PostgreSQL: a 400
 /// with an HTML body is retried once, then fails; a refresh 200 without `access_token` is valid.
-@Suite(.serialized) struct AppleAnswerEdgeTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct AppleAnswerEdgeTests {
     @Test func aNonJSON400IsRetriedOnceThenFailsEachKind() async throws {
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 1, revokedFraction: 0)

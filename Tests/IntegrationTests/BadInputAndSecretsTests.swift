@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Bad input gets a clear error naming the problem, never a crash; secrets never leak.
-@Suite(.serialized) struct BadInputAndSecretsTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct BadInputAndSecretsTests {
     @Test func malformedKeyFileIsAConfigurationError() async throws {
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 10, revokedFraction: 0)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The real binary prints each command's own help (generated from its declaration).
-@Suite struct CommandHelpTests {
+@Suite(.timeLimit(.minutes(20))) struct CommandHelpTests {
     @Test(arguments: [
         (["transfer", "export", "--help"], ["usage: siwa-jobs transfer export", "--retry-failed", "--max-attempts", "--canary"]),
         (["transfer", "export-csv", "-h"], ["--force", "--allow-incomplete"]),

@@ -4,7 +4,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Dropped database connections mid-run: the worker reconnects and nothing it held is lost.
-@Suite(.serialized) struct ConnectionLossTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct ConnectionLossTests {
     @Test func workerRidesOutTerminatedBackends() async throws {
         var world = try await SIWAWorld.create(latency: .fixed(20))
         try await world.seed(accounts: 2000, revokedFraction: 0.05)

@@ -3,7 +3,7 @@ import Testing
 
 /// The harness itself: a process that dies early or never exits fails its test within the
 /// deadline instead of hanging CI (issue #14). The deadlines here are liveness bounds.
-@Suite struct HarnessDeadlineTests {
+@Suite(.timeLimit(.minutes(20))) struct HarnessDeadlineTests {
     /// A worker that exits at once (its database port is closed) ends a wait for a condition
     /// that never comes, with a failure naming what was awaited and the exit status.
     @Test func aWaitOnAWorkerThatExitedEarlyFailsNamingIt() async throws {

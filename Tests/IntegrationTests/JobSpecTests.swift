@@ -5,7 +5,7 @@ import Testing
 /// Specs are typed per kind, and `siwa.jobs.spec` stays readable both ways: rows the first
 /// releases wrote (string fields via `jsonObject`) decode, and new rows carry the same keys and
 /// value types.
-@Suite struct JobSpecTests {
+@Suite(.timeLimit(.minutes(20))) struct JobSpecTests {
     func object(_ json: String) throws -> NSDictionary {
         try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary)
     }

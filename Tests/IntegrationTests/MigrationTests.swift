@@ -9,7 +9,7 @@ import Testing
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
-@Suite(.serialized) struct MigrationTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct MigrationTests {
     @Test func migrateTwiceIsANoOpTheSecondTime() async throws {
         let db = try await TestDatabase.create(migrated: false)
         let count = Migrator().migrations.count
@@ -61,6 +61,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     @Test func embeddedFilesAreTheSQLFolderByteForByte() throws {
         let folder = repositoryRoot.appendingPathComponent("sql")
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(!files.isEmpty, "no .sql files in \(folder.path)")
         #expect(SQLFile.all.map(\.name) == files)
         for file in SQLFile.all {
             let bytes = try Data(contentsOf: folder.appendingPathComponent(file.name))

@@ -7,7 +7,7 @@ import Testing
 
 /// Notifications end to end: signed by the sandbox, POSTed to the real receiver process, applied
 /// by a real worker process against real PostgreSQL.
-@Suite(.serialized) struct NotificationApplyTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct NotificationApplyTests {
     static let base = 1_700_000_000
 
     @Test func eachEventTypeInEachEncodingIsApplied() async throws {

@@ -6,7 +6,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Bursts through the real receiver, key rotation mid-run, and a worker killed with SIGKILL.
-@Suite(.serialized) struct NotificationBurstTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct NotificationBurstTests {
     static func specs(_ range: Range<Int>, subs: [String]) -> [NotificationSpec] {
         range.map { i in
             var spec = NotificationSpec(type: NotificationMix.types[i % 4], sub: subs[i], clientID: SIWAWorld.clientID,
@@ -57,8 +57,8 @@ import Testing
         try world.sandbox.rotateKeys()
         #expect(await world.post(try world.sign(Self.specs(500..<1000, subs: world.subs)), concurrency: 16) == [200: 500])
         try await world.waitFor("SELECT count(*)::int FROM siwa.notifications", atLeast: 1000)
-        for _ in 0..<1500 where world.sandbox.model.stats().faults["stall"] == nil {
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("the worker's stalled JWKS refetch", while: first, timeout: .seconds(30)) {
+            world.sandbox.model.stats().faults["stall"] != nil
         }
         try await world.waitFor("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'", atLeast: 1)
         first.signal(SIGKILL)

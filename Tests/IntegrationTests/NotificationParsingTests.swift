@@ -4,7 +4,7 @@ import Testing
 @testable import SIWAJobs
 
 /// What the receiver reads before anything is verified: the body shape and the `jti`.
-@Suite struct NotificationParsingTests {
+@Suite(.timeLimit(.minutes(20))) struct NotificationParsingTests {
     func token(_ payload: String) -> String {
         "eyJhbGciOiJSUzI1NiJ9." + Base64URL.encode(Array(payload.utf8)) + ".c2ln"
     }

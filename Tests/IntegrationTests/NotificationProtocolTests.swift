@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 8 §10, notifications through the real receiver, a real worker and PostgreSQL: odd boolean
 /// shapes, `event_time` milliseconds, and a `kid` published only after the first attempt.
-@Suite(.serialized) struct NotificationProtocolTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct NotificationProtocolTests {
     /// Values whose `Date(timeIntervalSince1970: ms / 1000)` formatted 1 ms early.
     static let lossyMilliseconds: [Int64] = [1_657_617_063_001, 1_657_617_063_007, 1_657_617_063_011]
 

@@ -10,7 +10,7 @@ import TestSupport
 
 /// What the real receiver accepts, and de-duplication a forged payload cannot abuse: real HTTP,
 /// real PostgreSQL, real worker processes.
-@Suite(.serialized) struct NotificationReceiptTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct NotificationReceiptTests {
     static let stored = #"200 {"status":"stored"}"#
     static let duplicate = #"200 {"status":"duplicate"}"#
 
@@ -201,8 +201,8 @@ import TestSupport
         let waiting: SQL = """
             SELECT count(*)::int FROM pg_stat_activity WHERE pid = \(second.backendPID) AND wait_event_type = 'Lock'
             """
-        for _ in 0..<3000 where try await world.database.scalar(waiting, as: Int.self) == 0 {
-            try await Task.sleep(for: .milliseconds(10))
+        try await Eventually.wait("the second completion to wait on the first's lock", timeout: .seconds(30)) {
+            try await world.database.scalar(waiting, as: Int.self) > 0
         }
         #expect(try await world.database.scalar(waiting, as: Int.self) == 1, "the second completion waits for the first")
         try await first.simpleQuery(unsafeSQL: "COMMIT")

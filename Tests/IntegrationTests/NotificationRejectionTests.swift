@@ -8,7 +8,7 @@ import Testing
 /// Each rejection reason, through the real receiver and a real worker; and the unknown-kid rule:
 /// retried with a refetch per attempt until the JWKS was fetched 10 minutes after receipt, then
 /// rejected.
-@Suite(.serialized) struct NotificationRejectionTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct NotificationRejectionTests {
     static let foreignKey = Result { try RSAPrivateKey.generate() }
 
     /// The signing key the sandbox publishes at `/auth/keys`.

@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// What an operator runs into: outages, wrong keys, paused jobs, bad settings.
-@Suite(.serialized) struct OperationsTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct OperationsTests {
     @Test func appleOutageStopsTheDrainWithoutBurningItems() async throws {
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 600, revokedFraction: 0)

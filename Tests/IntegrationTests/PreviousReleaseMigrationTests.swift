@@ -5,7 +5,7 @@ import Testing
 
 /// A database migrated by the previous release (commit 655b139, which embedded sql/ as checked-in
 /// Swift copies) must migrate as a no-op: same names, same checksums, nothing applied again.
-@Suite(.serialized) struct PreviousReleaseMigrationTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct PreviousReleaseMigrationTests {
     static let release = "655b139"
 
     /// The checksums 655b139 recorded in `siwa.schema_migrations`, by name.

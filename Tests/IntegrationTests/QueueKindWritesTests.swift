@@ -7,7 +7,7 @@ import Testing
 
 /// The queue's completion statement writes a kind's own result columns and runs its typed effect,
 /// atomically with the items' completion and only for items the worker still leases.
-@Suite struct QueueKindWritesTests {
+@Suite(.timeLimit(.minutes(20))) struct QueueKindWritesTests {
     struct Note: Encodable {
         let note: String
     }

@@ -5,7 +5,7 @@ import Queue
 import Testing
 @testable import SIWAJobs
 
-@Suite struct QueueStoreTests {
+@Suite(.timeLimit(.minutes(20))) struct QueueStoreTests {
     @Test func expiredLeaseIsRescuedAndLateCompletionIsRefused() async throws {
         let db = try await TestDatabase.create()
         let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 10, createdBy: "test")

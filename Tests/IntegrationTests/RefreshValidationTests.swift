@@ -6,7 +6,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Refresh-token validation end to end: real PostgreSQL, the sandbox over real HTTP, real worker processes.
-@Suite(.serialized) struct RefreshValidationTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct RefreshValidationTests {
     /// valid/invalid counts of a job, from the job_progress view.
     func counts(_ world: SIWAWorld, job: Int64) async throws -> (valid: Int, invalid: Int, terminal: Int, items: Int) {
         let rows = try await world.database.pool.withConnection { conn in
@@ -143,6 +143,7 @@ import Testing
         try await admin.scriptFault("429", count: 20, retryAfter: 2)
         try await admin.scriptFault("html", count: 10)
         try await admin.scriptFault("truncated", count: 10)
+        world.sandbox.model.startRequestLog()
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "8"], environment: world.environment)
         #expect(run.status == 0, "\(run.stderr.suffix(1500))")
         let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
@@ -152,12 +153,33 @@ import Testing
         #expect(faults["429"] == 20 && faults["html"] == 10 && faults["truncated"] == 10)
         let retried: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE attempt > 1")
         #expect(retried >= 40)
-        // A retry after a 429 with Retry-After: 2 is never scheduled sooner than 2 s after the job began.
-        let early: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items i JOIN siwa.jobs j ON j.id = i.job_id
-            WHERE i.attempt > 1 AND i.last_error LIKE '%429%' AND i.run_at < j.created_at + interval '2 seconds'
+
+        // Retry-After, measured by the sandbox itself: each token answered 429 with Retry-After: 2
+        // came back, and its next request arrived no sooner than 2 s after the 429.
+        let requests = world.sandbox.model.requestRecords().filter { $0.path == "/auth/token" }
+        let limited = requests.filter { $0.fault == "429" }
+        #expect(limited.count == 20 && limited.allSatisfy { $0.retryAfterSeconds == 2 && $0.refreshToken != nil })
+        let byToken = Dictionary(grouping: requests) { $0.refreshToken ?? "" }
+        var gaps: [Duration] = []
+        for answer in limited {
+            let later = byToken[answer.refreshToken ?? "", default: []].filter { $0.arrival > answer.arrival }
+            guard let next = later.min(by: { $0.arrival < $1.arrival }) else {
+                Issue.record("a token answered 429 was never asked again")
+                continue
+            }
+            gaps.append(next.arrival - answer.arrival)
+        }
+        #expect(gaps.count == limited.count)
+        #expect(gaps.allSatisfy { $0 >= .seconds(2) }, "429 to retry, shortest: \(gaps.sorted().prefix(3))")
+        // The database agrees: exactly those accounts' items were retried after a 429.
+        let subs = Set(limited.compactMap(\.refreshToken))
+        let limitedSubs = world.seeded?.tokens.filter { subs.contains($0.token) }.map(\.sub) ?? []
+        #expect(limitedSubs.count == 20)
+        let rows: Int = try await world.database.scalar("""
+            SELECT count(*)::int FROM siwa.job_items i JOIN siwa.accounts a ON a.id = i.account_id
+            WHERE i.job_id = \(job.jobID) AND i.attempt > 1 AND i.last_error LIKE '%429%' AND a.sub = ANY(\(limitedSubs))
             """)
-        #expect(early == 0)
+        #expect(rows == 20, "items retried after the 429, by account")
         await world.tearDown()
     }
 }

@@ -6,7 +6,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Revocation sweeps end to end: real PostgreSQL, the sandbox over HTTP, real worker processes.
-@Suite(.serialized) struct RevocationSweepTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct RevocationSweepTests {
     @Test func sweepOverTenThousandDeletedAccountsRevokesEachTokenOnce() async throws {
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 10_000, revokedFraction: 0.02)   // a few were already invalid at Apple

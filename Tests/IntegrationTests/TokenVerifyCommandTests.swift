@@ -4,7 +4,7 @@ import Testing
 @testable import SIWAJobs
 
 /// `siwa-jobs token verify` as ops run it: the real binary against the sandbox's JWKS.
-@Suite struct TokenVerifyCommandTests {
+@Suite(.timeLimit(.minutes(20))) struct TokenVerifyCommandTests {
     @Test func verifiesAgainstAJWKSURLOrFileAndNamesTheRejection() async throws {
         let sandbox = SandboxServer(configuration: SandboxConfiguration())
         try sandbox.start()

@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 8 §10: `token verify --at` takes epoch seconds too, and `--jwks` refuses plain http to a
 /// host that is not loopback (exit 64, naming `--jwks`), before anything is fetched.
-@Suite struct TokenVerifyInputTests {
+@Suite(.timeLimit(.minutes(20))) struct TokenVerifyInputTests {
     @Test func atTakesEpochSecondsAndJWKSMustBeHTTPSUnlessLoopback() async throws {
         let sandbox = SandboxServer(configuration: SandboxConfiguration())
         try sandbox.start()

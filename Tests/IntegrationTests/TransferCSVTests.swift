@@ -5,7 +5,7 @@ import Testing
 
 /// The hand-off file: parser rules (pure), and the loader against real PostgreSQL — every malformed
 /// file gets line-numbered errors and leaves nothing behind.
-@Suite struct TransferCSVParserTests {
+@Suite(.timeLimit(.minutes(20))) struct TransferCSVParserTests {
     func parse(_ text: [UInt8], chunk: Int = 1 << 20) -> [TransferCSVParser.Event] {
         var parser = TransferCSVParser()
         var events: [TransferCSVParser.Event] = []
@@ -71,7 +71,7 @@ import Testing
     }
 }
 
-@Suite(.serialized) struct TransferCSVLoaderTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct TransferCSVLoaderTests {
     typealias W = TransferWorld
 
     func load(_ world: W, _ bytes: [UInt8], name: String = "handoff.csv") async throws -> (status: Int32, stdout: String, stderr: String) {

@@ -8,7 +8,7 @@ import TestSupport
 /// The transfer planners and the hand-off loader judge the 60-day window on the clock they were
 /// given, not on the machine's: on a manual clock set to 2025-06-01 a transfer of that day is
 /// open (on the real date it closed long ago), and moving the clock on closes it.
-@Suite struct TransferClockTests {
+@Suite(.timeLimit(.minutes(20))) struct TransferClockTests {
     /// 2025-06-01T12:00:00Z.
     static let transferDay = Date(timeIntervalSince1970: 1_748_779_200)
     static let sender = "AAAAA11111", recipient = "BBBBB22222", client = "com.example.app"

@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// A transfer job whose canary never finished is held paused, never completed with the rest unplanned.
-@Suite struct TransferCompletionHoldTests {
+@Suite(.timeLimit(.minutes(20))) struct TransferCompletionHoldTests {
     @Test func anUnreleasedTransferJobIsHeldPausedWithTheRecovery() async throws {
         let db = try await TestDatabase.create()
         let jobID: Int64 = try await db.scalar("""

@@ -6,7 +6,7 @@ import Testing
 
 /// App transfer end to end with the real binary: team A exports, hands off a CSV, team B imports;
 /// real PostgreSQL, the sandbox over HTTP, one worker configured for both teams via SIWA_TEAMS_FILE.
-@Suite(.serialized) struct TransferEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct TransferEndToEndTests {
     typealias W = TransferWorld
 
     @Test func twentyThousandUsersMoveFromTeamAToTeamBExactly() async throws {

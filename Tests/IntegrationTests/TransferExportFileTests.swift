@@ -3,7 +3,7 @@ import Testing
 @testable import SIWAJobs
 
 /// The hand-off file's destination: never a directory, never an existing file without --force.
-@Suite struct TransferExportFileTests {
+@Suite(.timeLimit(.minutes(20))) struct TransferExportFileTests {
     @Test func aDirectoryIsRefusedAndLeftIntact() async throws {
         let db = try await TestDatabase.create()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-out-\(UUID().uuidString)")

@@ -8,7 +8,7 @@ import TestSupport
 /// Issue 8 §10, "one user stalls an export": a per-user `invalid_grant` that other users' calls
 /// with the same bearer do not show fails only that user; the job pauses only when every call is
 /// refused (see `GrantEvidence`).
-@Suite(.serialized) struct TransferGrantTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct TransferGrantTests {
     typealias W = TransferWorld
 
     static func refuse(_ world: W, _ users: [W.SeededUser]) {

@@ -7,7 +7,7 @@ import Testing
 /// Tester findings on the transfer commands, with the real binary and real PostgreSQL: malformed
 /// team IDs, future transfer dates, the same file loaded twice, empty jobs, and `doctor` with only
 /// a teams file.
-@Suite(.serialized) struct TransferInputChecksTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct TransferInputChecksTests {
     typealias W = TransferWorld
 
     static func day(_ offset: Int) -> String { TransferWindow.format(Date().addingTimeInterval(Double(offset) * 86_400)) }

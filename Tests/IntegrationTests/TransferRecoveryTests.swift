@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// The 60-day window, bearer expiry mid-run, and kill -9 during an import, with the real binary.
-@Suite(.serialized) struct TransferRecoveryTests {
+@Suite(.serialized, .timeLimit(.minutes(20))) struct TransferRecoveryTests {
     typealias W = TransferWorld
 
     static func day(_ daysAgo: Double) -> String {

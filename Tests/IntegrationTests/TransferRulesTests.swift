@@ -6,7 +6,7 @@ import Testing
 
 /// Pure rules of the transfer kinds: target checks, the window arithmetic, the email decision,
 /// and the multi-team configuration file as the binary reads it.
-@Suite struct TransferRulesTests {
+@Suite(.timeLimit(.minutes(20))) struct TransferRulesTests {
     @Test func targetRules() throws {
         #expect(throws: Never.self) { try TransferTarget.validate("BBBBB22222", sender: "AAAAA11111") }
         for bad in ["", "bbbbb22222", "BBBBB2222", "BBBBB222222", "BBBBB 2222", "BBBBB2222É"] {

@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// The transfer's safety rails with the real binary: target checks before any call and the canary.
-@Suite(.serialized) struct TransferSafetyTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct TransferSafetyTests {
     typealias W = TransferWorld
 
     static func exportArgs(_ world: W, target: String = W.teamB, date: String? = nil, canary: Int = 20) -> [String] {

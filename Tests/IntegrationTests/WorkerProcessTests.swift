@@ -5,7 +5,7 @@ import Testing
 @testable import SIWAJobs
 
 /// Real worker processes against real PostgreSQL.
-@Suite(.serialized) struct WorkerProcessTests {
+@Suite(.serialized, .timeLimit(.minutes(30))) struct WorkerProcessTests {
     @Test func twoWorkerProcessesGiveEveryItemExactlyOneResult() async throws {
         let db = try await TestDatabase.create()
         let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 50_000, createdBy: "test")

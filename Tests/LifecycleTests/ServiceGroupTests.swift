@@ -60,7 +60,7 @@ private func signal(_ signo: Int32, until what: String, _ condition: () -> Bool)
     #expect(condition(), "timed out waiting for \(what)")
 }
 
-@Suite(.serialized) struct ServiceGroupTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct ServiceGroupTests {
     @Test func aServiceThatReturnsStopsTheOthersGracefully() async throws {
         let clock = ManualClock()
         let other = RecordingService(clock: clock)

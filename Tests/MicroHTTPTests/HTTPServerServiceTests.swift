@@ -7,7 +7,7 @@ import TestSupport
 @testable import MicroHTTP
 
 /// `HTTPServer` as a `Lifecycle.Service`: run until a graceful stop or cancellation.
-@Suite struct HTTPServerServiceTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPServerServiceTests {
     /// `/gate` waits for `gate`; everything else answers at once.
     func gated(_ gate: Latch) -> HTTPHandler {
         .async { request in

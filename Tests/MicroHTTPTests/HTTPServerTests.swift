@@ -5,7 +5,7 @@ import TestSupport
 @testable import MicroHTTP
 
 /// Answer, delay and reset over real HTTP on 127.0.0.1.
-@Suite struct HTTPServerTests {
+@Suite(.timeLimit(.minutes(5))) struct HTTPServerTests {
     @Test func answersWithStatusHeadersAndBodyOnTheReportedPort() async throws {
         let (server, port) = try startedServer(handler: .inline { request in
             .answer(HTTPServerResponse(status: 201, body: request.body, contentType: "text/x-echo",

@@ -12,12 +12,9 @@ func startedServer(_ configuration: HTTPServer.Configuration = HTTPServer.Config
     return (server, port)
 }
 
-/// Waits (bounded, about 10 s) until `condition` holds; records an issue when it never does.
+/// Waits (at most 10 s) until `condition` holds; throws `PollTimeout` naming `what`.
 func eventually(_ what: String, _ condition: () -> Bool) async throws {
-    for _ in 0..<5000 where !condition() {
-        try await Task.sleep(for: .milliseconds(2))
-    }
-    #expect(condition(), "never happened: \(what)")
+    try await Poll.until(what, timeout: .seconds(10), interval: .milliseconds(2)) { condition() }
 }
 
 /// The last requests a handler saw.

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-@Suite struct ListenerTests {
+@Suite(.timeLimit(.minutes(5))) struct ListenerTests {
     /// LISTEN established -> NOTIFY delivered -> backend terminated -> listener reconnects
     /// (synthetic "" notification) -> NOTIFY delivered again.
     @Test func deliversNotificationsAndSurvivesBackendTermination() async throws {

@@ -3,7 +3,7 @@ import Postgres
 import Synchronization
 import Testing
 
-@Suite struct PoolTests {
+@Suite(.timeLimit(.minutes(5))) struct PoolTests {
     @Test func twoHundredTasksShareFourConnectionsExclusively() async throws {
         let pool = PostgresPool(configuration: TestDatabase.configuration(), size: 4)
         let tracker = CheckoutTracker()
@@ -106,6 +106,7 @@ import Testing
                 ticks.count.add(1, ordering: .relaxed)
             }
         }
+        defer { ticks.done.store(true, ordering: .releasing) }   // the ticker ends even if a query throws
         try await withThrowingTaskGroup(of: Void.self) { group in
             for connection in connections {
                 group.addTask { try await connection.query("SELECT pg_sleep(1)") }

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 @testable import Queue
 
-@Suite struct BackoffTests {
+@Suite(.timeLimit(.minutes(5))) struct BackoffTests {
     @Test func growsExponentiallyWithinJitterAndCap() {
         let policy = BackoffPolicy(base: .seconds(1), cap: .seconds(60), jitter: 0.2)
         #expect(policy.delay(afterAttempt: 1, retryAfter: nil, random: .fixed(0.5)) == .seconds(1))
@@ -38,7 +38,7 @@ final class DrawCounter: Sendable {
     var count: Int { state.withLock { $0 } }
 }
 
-@Suite struct LeaseTests {
+@Suite(.timeLimit(.minutes(5))) struct LeaseTests {
     @Test func expiredLeaseIsRescuedAndTheLateCompletionIsRefused() async throws {
         let clock = ManualClock()
         let store = MemoryJobStore(clock: clock)

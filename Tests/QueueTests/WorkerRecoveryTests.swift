@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 @testable import Queue
 
-@Suite struct WorkerRecoveryTests {
+@Suite(.timeLimit(.minutes(5))) struct WorkerRecoveryTests {
     @Test func oneRefusedCompletionFailsOnlyItsItem() async {
         let memory = MemoryJobStore()
         memory.addJob(kind: "k", count: 40)
@@ -35,11 +35,11 @@ import TestSupport
         let worker = Worker(store: store, handlers: [handler], configuration: configuration(concurrency: 4, drain: false),
                             logger: quietLogger())
         async let report = worker.runToEnd()
-        while store.job(jobID)?.state != .paused { try await Task.sleep(for: .milliseconds(5)) }
+        try await Poll.until("the job to be paused") { store.job(jobID)?.state == .paused }
         fixed.store(true, ordering: .relaxed)
         store.resumeJob(jobID)
         worker.wake()
-        while store.items.contains(where: { $0.state != .succeeded }) { try await Task.sleep(for: .milliseconds(5)) }
+        try await Poll.until("every item to succeed after the resume") { store.items.allSatisfy { $0.state == .succeeded } }
         worker.shutdownGracefully()
         let result = await report
         #expect(result.succeeded == 30)

@@ -33,11 +33,11 @@ struct BlockedWorld {
     }
 
     func waitUntilAllStarted() async throws {
-        while started.count.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Poll.until("all three items to start") { started.count.load(ordering: .relaxed) >= 3 }
     }
 }
 
-@Suite struct WorkerShutdownTests {
+@Suite(.timeLimit(.minutes(5))) struct WorkerShutdownTests {
     @Test func graceExpiryReleasesItemsUncharged() async throws {
         // The grace period runs on a manual clock: it ends when the test moves the clock past it.
         let world = BlockedWorld(grace: .seconds(10))
@@ -48,9 +48,10 @@ struct BlockedWorld {
         world.clock.advance(by: .seconds(9))
         try await Task.sleep(for: .milliseconds(50))
         #expect(world.store.items.allSatisfy { $0.state == .running })
-        while !world.store.items.allSatisfy({ $0.state == .available }) {
+        try await Poll.until("every item released once the grace period is over") {
+            if world.store.items.allSatisfy({ $0.state == .available }) { return true }
             world.clock.advance(by: .seconds(1))
-            try await Task.sleep(for: .milliseconds(5))
+            return false
         }
         let result = await run.value
         #expect(result.released == 3)
@@ -109,10 +110,11 @@ final class StartCounter: Sendable {
     let count = Atomic<Int>(0)
 }
 
-/// A service that polls `done` and returns once it holds.
+/// A service that polls `done` and returns once it holds; past 60 s it throws `PollTimeout`
+/// (ending the group) instead of waiting forever.
 struct UntilDone: Service {
     let done: @Sendable () -> Bool
     func run() async throws {
-        while !done() { try await Task.sleep(for: .milliseconds(5)) }
+        try await Poll.until("every item done") { done() }
     }
 }

@@ -42,7 +42,7 @@ extension Worker {
     }
 }
 
-@Suite struct WorkerTests {
+@Suite(.timeLimit(.minutes(5))) struct WorkerTests {
     @Test func drainsEveryItemExactlyOnce() async {
         let store = MemoryJobStore()
         store.addJob(kind: "k", count: 500)
@@ -77,6 +77,7 @@ extension Worker {
         let report = await worker.runToEnd()
         #expect(report.retried == 3)
         #expect(report.leftPending > 0 && report.failed == 0 && report.discarded == 0)   // retries beyond the horizon
+        #expect(store.items.count == 3)
         for item in store.items {
             #expect(item.state == .available)
             #expect(item.runAt.timeIntervalSince(start) == 7)
@@ -115,7 +116,7 @@ extension Worker {
         #expect(store.results.isEmpty)
     }
 
-    @Test func stopLetsInFlightItemsFinish() async {
+    @Test func stopLetsInFlightItemsFinish() async throws {
         let store = MemoryJobStore()
         store.addJob(kind: "k", count: 100)
         let started = Atomic<Int>(0)
@@ -127,7 +128,7 @@ extension Worker {
         let worker = Worker(store: store, handlers: [handler], configuration: configuration(concurrency: 5, drain: false),
                             logger: quietLogger())
         async let report = worker.runToEnd()
-        while started.load(ordering: .relaxed) == 0 { try? await Task.sleep(for: .milliseconds(5)) }
+        try await Poll.until("the first item to start") { started.load(ordering: .relaxed) > 0 }
         worker.shutdownGracefully()
         let result = await report
         #expect(isClean(result))

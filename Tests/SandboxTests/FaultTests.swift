@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 @testable import Sandbox
 
-@Suite struct FaultTests {
+@Suite(.timeLimit(.minutes(5))) struct FaultTests {
     func script(_ f: SandboxFixture, _ json: String) throws {
         let reply = try f.postJSON("/__sandbox/faults", json)
         #expect(reply.status == 200, "\(reply.text)")
@@ -88,29 +88,56 @@ import TestSupport
         #expect(try f.get("/auth/keys").status == 200)
     }
 
+    /// A stall holds the answer for the whole stall, then answers normally. The bound is a lower
+    /// one (the answer came no sooner than the stall), a check of behaviour, not of speed.
     @Test func stallDelaysThenAnswersNormally() throws {
         let f = try SandboxFixture()
         f.registerToken("rt-1")
-        try script(f, #"{"next":1,"kind":"stall","stall_seconds":0.05}"#)
-        let r = try f.refresh("rt-1")
+        try script(f, #"{"next":1,"kind":"stall","stall_seconds":0.5}"#)
+        let secret = try f.secret()
+        let start = ContinuousClock.now
+        let r = try f.refresh("rt-1", secret: secret)
+        let elapsed = ContinuousClock.now - start
         #expect(r.status == 200)
+        #expect(f.json(r)?["access_token"] is String)
+        #expect(elapsed >= .milliseconds(500), "answered after \(elapsed), before the 0.5 s stall was over")
         #expect(f.model.stats().faults["stall"] == 1)
+        #expect(try f.refresh("rt-1", secret: secret).status == 200, "the stall was scripted for one request")
     }
 
+    /// Delayed answers are suspended, not slept on a server thread: with 2 server threads and
+    /// 1.5 s of latency, far more than 2 requests reach the handler before the first answer
+    /// leaves (blocking threads would admit at most 2). Counted from the sandbox's request log.
     @Test func latencySuspendsAndStillAnswersManyConcurrentRequests() throws {
-        let f = try SandboxFixture(SandboxConfiguration(latency: .uniform(5, 30), threads: 2))
+        let f = try SandboxFixture(SandboxConfiguration(latency: .fixed(1500), threads: 2))
         f.registerToken("rt-1")
         let port = f.port
-        let secret = try f.secret()
+        let body = RawHTTP.form([("client_id", SandboxFixture.clientID), ("client_secret", try f.secret()),
+                                 ("grant_type", "refresh_token"), ("refresh_token", "rt-1")])
+        f.model.startRequestLog()
+        let clients = 64
         let statuses = Mutex<[Int]>([])
-        DispatchQueue.concurrentPerform(iterations: 64) { _ in
-            let s = (try? RawHTTP.request(port: port, method: "POST", path: "/auth/token",
-                                          headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                          body: RawHTTP.form([("client_id", SandboxFixture.clientID), ("client_secret", secret),
-                                                              ("grant_type", "refresh_token"), ("refresh_token", "rt-1")])))?.status ?? -1
-            statuses.withLock { $0.append(s) }
+        let firstAnswer = Mutex<ContinuousClock.Instant?>(nil)
+        let done = DispatchGroup()
+        for _ in 0..<clients {   // one thread each: all 64 requests are sent at once
+            done.enter()
+            Thread {
+                let s = (try? RawHTTP.request(port: port, method: "POST", path: "/auth/token",
+                                              headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                              body: body, timeoutSeconds: 60))?.status ?? -1
+                let now = ContinuousClock.now
+                firstAnswer.withLock { $0 = min($0 ?? now, now) }
+                statuses.withLock { $0.append(s) }
+                done.leave()
+            }.start()
         }
-        #expect(statuses.withLock { $0 } == Array(repeating: 200, count: 64))
+        #expect(done.wait(timeout: .now() + 120) == .success, "waiting for \(clients) answers")
+        #expect(statuses.withLock { $0 } == Array(repeating: 200, count: clients))
+        let first = try #require(firstAnswer.withLock { $0 })
+        let records = f.model.requestRecords()
+        #expect(records.count == clients && records.allSatisfy { $0.delay == .milliseconds(1500) })
+        let heldAtOnce = records.filter { $0.arrival < first }.count
+        #expect(heldAtOnce >= 16, "requests held before the first answer: \(heldAtOnce), with 2 server threads")
     }
 
     @Test func stopReleasesSuspendedConnections() throws {
@@ -129,9 +156,9 @@ import TestSupport
             done.signal()
         }
         // Wait until the request is suspended inside the server, then stop it.
-        while f.model.stats().requests["/auth/keys"] == nil { usleep(1000) }
+        try Poll.blockingUntil("the /auth/keys request to reach the sandbox") { f.model.stats().requests["/auth/keys"] != nil }
         f.server.stop()
-        done.wait()
+        #expect(done.wait(timeout: .now() + 60) == .success, "waiting for the suspended request's outcome")
         // The client is not left hanging for the 60 s latency (it would time out after 30 s).
         #expect(outcome.withLock { $0 } != "\(RawHTTPError.timeout)")
     }

@@ -5,13 +5,10 @@ import TestSupport
 @testable import Sandbox
 
 /// `SandboxServer` as a `Lifecycle.Service`, over real HTTP.
-@Suite struct SandboxServiceTests {
-    /// Waits (bounded, about 10 s) until `condition` holds.
+@Suite(.timeLimit(.minutes(5))) struct SandboxServiceTests {
+    /// Waits (at most 10 s) until `condition` holds; throws `PollTimeout` naming `what`.
     func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        for _ in 0..<5000 where !condition() {
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        #expect(condition(), "never happened: \(what)")
+        try await Poll.until(what, timeout: .seconds(10), interval: .milliseconds(2)) { condition() }
     }
 
     @Test func runStartsTheSandboxAndAGracefulStopEndsIt() async throws {

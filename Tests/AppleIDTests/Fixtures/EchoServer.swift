@@ -1,4 +1,6 @@
 import Foundation
+@testable import AppleID
+import TestSupport
 
 /// A tiny keep-alive HTTP/1.1 server (Python asyncio) for CurlTransport tests, bound to
 /// 127.0.0.1 on a free port. The script is embedded here (SwiftPM warns about non-Swift files
@@ -9,6 +11,8 @@ final class EchoServer: @unchecked Sendable {
     private let process: Process
     private let stdin: Pipe
     private let directory: URL
+    /// Asks `/seen/…` on a connection of its own.
+    private let probe = CurlTransport(maxConnectionsPerHost: 1)
 
     init() throws {
         directory = try Shell.temporaryDirectory()
@@ -33,7 +37,26 @@ final class EchoServer: @unchecked Sendable {
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
+    /// How many requests for `path` the server has read in full so far, asked over its own
+    /// connection (not the transport under test).
+    func seen(_ path: String) async throws -> Int {
+        let answer = try await probe.send(HTTPRequest(url: url("/seen" + path), timeout: .seconds(10)))
+        guard answer.status == 200, let count = Int(String(decoding: answer.body, as: UTF8.self)) else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        return count
+    }
+
+    /// Waits (at most 30 s) until the server has read `count` requests for `path`: they are in
+    /// flight from the server's side, not merely handed to the transport.
+    func waitUntilSeen(_ path: String, count: Int = 1) async throws {
+        try await Poll.until("the server to read \(count) request(s) for \(path)", timeout: .seconds(30)) {
+            try await seen(path) >= count
+        }
+    }
+
     func stop() {
+        probe.shutdown()
         try? stdin.fileHandleForWriting.close()
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
@@ -52,11 +75,13 @@ prints the port on stdout. Routes:
   /close         closes the connection without answering
   /big           200 with a 64 KiB body
   /connections   200; body = number of TCP connections accepted so far
+  /seen/P        200; body = number of requests for /P read so far (head and body complete)
 Exits when stdin closes (the test process ended).'''
 import asyncio
 import sys
 
 connections = 0
+seen = {}
 
 
 async def handle(reader, writer):
@@ -73,6 +98,8 @@ async def handle(reader, writer):
                     k, v = line.split(":", 1)
                     headers[k.strip().lower()] = v.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
+            if not path.startswith("/seen/"):
+                seen[path] = seen.get(path, 0) + 1
             status, extra, payload = 200, [], b""
             if path == "/echo":
                 payload = body
@@ -91,11 +118,13 @@ async def handle(reader, writer):
                 payload = b"x" * 65536
             elif path == "/connections":
                 payload = str(connections).encode()
+            elif path.startswith("/seen/"):
+                payload = str(seen.get(path[5:], 0)).encode()
             out = [f"HTTP/1.1 {status} X", f"Content-Length: {len(payload)}"]
             out += [f"{k}: {v}" for k, v in extra]
             writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + payload)
             await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
+    except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
         pass
     finally:
         writer.close()

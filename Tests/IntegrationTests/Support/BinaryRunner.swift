@@ -43,13 +43,16 @@ final class BinaryProcess: @unchecked Sendable {   // Process is used from one t
 
     /// Waits for the process to exit. `timeout` is a liveness bound, not a timing check: past it
     /// the process is killed (SIGKILL) and a test issue is recorded naming its arguments, so a
-    /// process that never exits fails its test instead of hanging CI.
+    /// process that never exits fails its test instead of hanging CI. A cancelled wait (a test's
+    /// `.timeLimit` ran out) kills it at once the same way.
     func wait(timeout: Duration = .seconds(600)) async -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
-            if ContinuousClock.now >= deadline {
+            let cancelled = Task.isCancelled
+            if cancelled || ContinuousClock.now >= deadline {
                 kill(process.processIdentifier, SIGKILL)
-                Issue.record("siwa-jobs \(process.arguments?.joined(separator: " ") ?? "") did not exit within \(timeout); killed. stderr: \(stderr.suffix(800))")
+                let why = cancelled ? "was still running when the test was cancelled" : "did not exit within \(timeout)"
+                Issue.record("siwa-jobs \(process.arguments?.joined(separator: " ") ?? "") \(why); killed. stderr: \(stderr.suffix(800))")
                 process.waitUntilExit()
                 break
             }

@@ -84,13 +84,12 @@ struct NotificationWorld {
         try await answer("POST", body: Array(try JSONSerialization.data(withJSONObject: ["payload": payload])))
     }
 
-    /// Polls `sql` (one integer) until it is at least `target`; fails after about 60 s.
+    /// Polls `sql` (one integer) until it is at least `target`.
+    /// - Throws: `TestFailure` naming the target after 60 s.
     func waitFor(_ sql: SQL, atLeast target: Int) async throws {
-        for _ in 0..<3000 {
-            if try await database.scalar(sql, as: Int.self) >= target { return }
-            try await Task.sleep(for: .milliseconds(20))
+        try await Eventually.wait("\(target) or more from a polled query", timeout: .seconds(60)) {
+            try await database.scalar(sql, as: Int.self) >= target
         }
-        throw TestFailure("timed out waiting for \(target)")
     }
 
     func processedCount() async throws -> Int {
