@@ -43,7 +43,12 @@ if ! grep -q "siwa_password_login" "$hba"; then
   hba_changed=1
 fi
 if ! run_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+  # A cluster left in DIR by an earlier run may have been made for another port: use the one asked for.
+  sed -i "s/^port = .*/port = $port/" "$dir/data/postgresql.conf"
   run_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+elif ! grep -q "^port = $port\$" "$dir/data/postgresql.conf"; then
+  echo "pg-up: the cluster in $dir is already running on another port ($(grep '^port = ' "$dir/data/postgresql.conf")); stop it with scripts/pg-down.sh $dir or pick its port" >&2
+  exit 69
 fi
 ready=no
 for i in $(seq 1 50); do
