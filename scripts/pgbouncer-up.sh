@@ -9,8 +9,8 @@
 # socket in DIR) as any role named in DIR/userlist.txt (postgres), without a password
 # (auth_type = trust); PgBouncer logs in to PostgreSQL as the same role, which pg-up.sh's cluster
 # trusts on 127.0.0.1. PgBouncer refuses to run as root, so it runs as 'postgres'. Re-running
-# reloads the configuration of a PgBouncer already running from DIR. Stop it with
-# `kill "$(cat DIR/pgbouncer.pid)"`.
+# reuses a PgBouncer already running from DIR (restarted if its configuration changed). Stop it
+# with `kill "$(cat DIR/pgbouncer.pid)"`.
 set -euo pipefail
 dir=${1:?usage: pgbouncer-up.sh DIR PORT PG_PORT [PG_HOST]}
 port=${2:?usage: pgbouncer-up.sh DIR PORT PG_PORT [PG_HOST]}
@@ -45,14 +45,19 @@ logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid
 INI
 echo '"postgres" ""' > "$dir/userlist.txt"
-mv "$dir/pgbouncer.ini.new" "$dir/pgbouncer.ini"
-[ "$(id -u)" = 0 ] && chown postgres:postgres "$dir/pgbouncer.ini" "$dir/userlist.txt"
-
 running=no
 if [ -f "$dir/pgbouncer.pid" ] && kill -0 "$(cat "$dir/pgbouncer.pid")" 2>/dev/null; then running=yes; fi
-if [ "$running" = yes ]; then
-  kill -HUP "$(cat "$dir/pgbouncer.pid")"
-else
+# A PgBouncer already running from DIR with this configuration is reused; with another one
+# (e.g. another port, which a reload cannot change) it is restarted.
+if [ "$running" = yes ] && ! cmp -s "$dir/pgbouncer.ini.new" "$dir/pgbouncer.ini"; then
+  pid=$(cat "$dir/pgbouncer.pid")
+  kill "$pid"
+  for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  running=no
+fi
+mv "$dir/pgbouncer.ini.new" "$dir/pgbouncer.ini"
+[ "$(id -u)" = 0 ] && chown postgres:postgres "$dir/pgbouncer.ini" "$dir/userlist.txt"
+if [ "$running" = no ]; then
   rm -f "$dir/pgbouncer.pid"
   as_postgres "$bin" -d -q "$dir/pgbouncer.ini"
 fi

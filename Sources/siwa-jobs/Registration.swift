@@ -29,6 +29,11 @@ enum Registration {
             + "DATABASE_URL goes through PgBouncer (default: the worker's database settings)"),
     ]
 
+    /// A process id for the registry: host:pid:random (as `work`'s lease owner id).
+    static func processID() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
+    }
+
     /// The heartbeat settings: the flags, else the environment.
     /// - Throws: `ConfigurationError` for values out of range.
     static func heartbeatSettings(_ arguments: ParsedArguments, _ context: CommandContext) throws -> HeartbeatConfiguration {
