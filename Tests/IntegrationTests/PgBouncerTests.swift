@@ -13,7 +13,10 @@ import Testing
         env["SIWA_LOG_FORMAT"] = "json"
         env.merge(extra) { _, new in new }
         let worker = try BinaryProcess(["work", "--heartbeat-seconds", "1", "--heartbeat-timeout-seconds", "4"], environment: env)
-        try await Eventually.wait("the worker's log line '\(marker)'", while: worker) { worker.stderr.contains(marker) }
+        // "worker registered" comes from inside the service group, so SIGTERM is handled by then.
+        try await Eventually.wait("the worker's log lines '\(marker)' and 'worker registered'", while: worker) {
+            worker.stderr.contains(marker) && worker.stderr.contains("worker registered")
+        }
         worker.signal(SIGTERM)
         #expect(await worker.wait() == 0, "\(worker.stderr.suffix(800))")
         return worker.stderr
