@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, starts a throwaway PostgreSQL, builds with no
+# Runs every test: installs what is missing, starts a throwaway PostgreSQL (and PgBouncer in front
+# of it, SIWA_TEST_PGBOUNCER_PORT, default the PostgreSQL port + 10000), builds with no
 # warnings allowed, then `swift test --no-parallel` (unit tests and integration tests against real
 # PostgreSQL and the sandbox over real HTTP).
 set -euo pipefail
@@ -14,6 +15,14 @@ pg_env=$(timeout 90 scripts/pg-up.sh "${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}" "$
 eval "$pg_env"
 export PGHOST PGPORT PGUSER PGDATABASE
 unset DATABASE_URL
+# PgBouncer in transaction mode in front of that cluster: the multi-worker tests also run through it
+# (they fail, not skip, without SIWA_TEST_PGBOUNCER_PORT).
+pgb_port=${SIWA_TEST_PGBOUNCER_PORT:-$((PGPORT + 10000))}
+timeout 60 scripts/pgbouncer-up.sh "${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}-pgbouncer" "$pgb_port" "$PGPORT" >/dev/null || {
+  echo "test.sh: PgBouncer did not start (scripts/pgbouncer-up.sh); see ${SIWA_TEST_PG_DIR:-/tmp/siwa-test-pg}-pgbouncer/pgbouncer.log" >&2
+  exit 1
+}
+export SIWA_TEST_PGBOUNCER_PORT=$pgb_port
 
 echo "== build (warnings are errors)"
 log=$(mktemp)

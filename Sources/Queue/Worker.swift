@@ -69,6 +69,10 @@ public final class Worker: Service {
         wakeup.signal()
     }
 
+    /// Items this worker holds a lease on now: claimed (waiting for a slot or running) until
+    /// their completions are written. Read-only, for the registry's heartbeat; safe from any thread.
+    public var itemsInFlight: Int { inFlight.snapshot.count }
+
     /// What the last `run()` did; nil until it has returned.
     public var lastReport: WorkerReport? { report.withLock { $0 } }
 

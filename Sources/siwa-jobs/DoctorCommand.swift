@@ -9,19 +9,21 @@ enum DoctorCommand: Command {
         discussion: "Checks SIWA_TEAMS_FILE when set, the team, key and client IDs, the .p8 key (and that it mints a "
             + "client secret that verifies), the token encryption key (and that a stored token opens with it), the "
             + "Apple base URL, logging, the database (and that it accepts writes), clock skew against it and migrations "
-            + "(pending, changed, or newer than this binary). Exit 0 when all pass, 78 when any configuration check "
+            + "(pending, changed, or newer than this binary); it warns (warn, exit unchanged) about live workers running "
+            + "another version. Exit 0 when all pass, 78 when any configuration check "
             + "fails (database settings included), 75 when only the database is unreachable or read-only.",
         environment: EnvironmentDocs.worker)
 
     static var checksLogging: Bool { false }   // doctor reports it as one of its checks
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        let report = try await Doctor(configuration: context.configuration, clock: context.clock).run()
+        let report = try await Doctor(configuration: context.configuration, clock: context.clock, version: Version.current).run()
         for check in report.checks {
             let status = switch check.status {
             case .ok: "ok    "
             case .fail: "FAIL  "
             case .skip: "skip  "
+            case .warn: "warn  "
             }
             say(status + check.name + ": " + check.detail)
         }

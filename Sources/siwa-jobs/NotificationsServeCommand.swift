@@ -35,15 +35,17 @@ enum NotificationsServeCommand: Command {
         "serve", abstract: "receive Apple's server-to-server notifications (plain HTTP; TLS in front)",
         discussion: "Each payload is stored before 200 is answered, and planned for processing by 'siwa-jobs work'. "
             + "GET /healthz answers while the process runs, GET /readyz when the database answers too.",
-        options: [port, host, path, threads, poolSize, databaseTimeout, maxConnections, maxConnectionsPerIP, idleTimeout],
-        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+        options: [port, host, path, threads, poolSize, databaseTimeout, maxConnections, maxConnectionsPerIP, idleTimeout]
+            + Registration.options,
+        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging + Registration.environment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let bindPort = try arguments.required(port)
         let timeout = arguments[databaseTimeout].seconds
         let settings = context.configuration
+        let heartbeat = try Registration.heartbeatSettings(arguments, context)
         let logger = settings.logger("notifications", clock: context.clock)
-        // The receiver's connections carry a session statement_timeout, so the planner has its own pool.
+        // The planner (and the heartbeat) have their own pool, so requests waiting for the database never hold them up.
         let pool = PostgresPool(configuration: settings.postgres, size: arguments[poolSize])
         let planningPool = PostgresPool(configuration: settings.postgres, size: 1)
         func close() async {
@@ -84,7 +86,11 @@ enum NotificationsServeCommand: Command {
                 ])
             }
         }
-        _ = try await ServiceGroup(services: [receiving], configuration: .init(
+        let registered = Registration.heartbeat(
+            around: receiving, command: "notifications serve", workerID: Registration.processID(), concurrency: arguments[threads],
+            kinds: [], settings: heartbeat, pool: planningPool, context: context, logger: logger,
+            load: { WorkerLoad(inFlight: server.inFlight) })
+        _ = try await ServiceGroup(services: [registered], configuration: .init(
             gracePeriod: NotificationReceiver.gracePeriod + .seconds(timeout + 15), clock: context.clock,
             onSignal: { signo in logger.info("signal received: stopping gracefully", ["signal": "\(signo)"]) })).run()
         await close()

@@ -6,8 +6,9 @@ import Postgres
 import Queue
 import SIWAJobs
 
-/// `siwa-jobs work`: the worker process, on one `ServiceGroup`: the worker, the LISTEN loop that
-/// wakes it, and (`--progress`) the progress line. SIGTERM/SIGINT stop it gracefully.
+/// `siwa-jobs work`: the worker process, on one `ServiceGroup`: the worker (with its heartbeat into
+/// the worker registry), the LISTEN loop that wakes it, and (`--progress`) the progress line.
+/// SIGTERM/SIGINT stop it gracefully.
 enum WorkCommand: Command {
     private static let defaults = WorkerConfiguration(workerID: "")
 
@@ -47,11 +48,13 @@ enum WorkCommand: Command {
             + "unavailable, retries left beyond the drain horizon, or a drain stopped by a signal with work left; 78 a job "
             + "is paused for a configuration error, or work is due whose kind this worker has no credentials for.",
         options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, retryBudget,
-                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats],
-        environment: EnvironmentDocs.worker)
+                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats] + Registration.options,
+        environment: EnvironmentDocs.worker + Registration.environment + Registration.listenEnvironment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         var configuration = try workerConfiguration(arguments)
+        let heartbeat = try Registration.heartbeatSettings(arguments, context)
+        let listen = try context.configuration.listenSettings()
         let logger = context.configuration.logger("worker", clock: context.clock)
         let wiring = try await WorkerWiring.make(configuration: context.configuration, poolSize: arguments[poolSize],
                                                  logger: logger, clock: context.clock)
@@ -66,11 +69,11 @@ enum WorkCommand: Command {
         }
         let worker = Worker(store: PostgresJobStore(pool: wiring.pool), handlers: handlers, configuration: configuration,
                             logger: logger, clock: context.clock)
-        let listener = PostgresListener(configuration: context.configuration.postgres, channels: [Enqueuer.channel])
-        var services: [any Service] = [
-            WorkerService(worker: worker),
-            LoopService(onStop: { listener.stop() }) { for await _ in listener.notifications() { worker.wake() } },
-        ]
+        var services: [any Service] = [Registration.heartbeat(
+            around: WorkerService(worker: worker), command: "work", workerID: configuration.workerID,
+            concurrency: configuration.concurrency, kinds: handlers.map(\.kind), settings: heartbeat, pool: wiring.pool,
+            context: context, logger: logger, load: Registration.load(of: worker))]
+        if let listening = Registration.listener(waking: worker, settings: listen, logger: logger) { services.append(listening) }
         if arguments[progress] {
             let reader = ProgressReader(pool: wiring.pool)
             let clock = context.clock
@@ -85,7 +88,6 @@ enum WorkCommand: Command {
         let started = context.clock.now
         _ = try await group.run()
         let elapsed = context.clock.now.timeIntervalSince(started)
-        listener.stop()
         await wiring.close()
         guard let report = worker.lastReport else { throw CommandFailure("worker: stopped without a report") }
         // The closing log line: the worker's counts and the exit status decided here.

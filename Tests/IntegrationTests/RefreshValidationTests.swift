@@ -16,17 +16,19 @@ import Testing
         return (try r.decode("valid"), try r.decode("invalid"), try r.decode("terminal"), try r.decode("items"))
     }
 
-    @Test func twoWorkersMatchTheSandboxTruthExactly() async throws {
+    /// Also through PgBouncer in transaction mode (`route`), where LISTEN cannot work and the workers poll.
+    @Test(arguments: DatabaseRoute.allCases) func twoWorkersMatchTheSandboxTruthExactly(route: DatabaseRoute) async throws {
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 3000, revokedFraction: 0.03)
         let job = try await world.enqueue()
         #expect(job.items == 3000)
         let args = ["work", "--drain", "--concurrency", "64"]
-        let a = try BinaryProcess(args, environment: world.environment)
-        let b = try BinaryProcess(args, environment: world.environment)
+        let a = try BinaryProcess(args, environment: try world.environment(via: route))
+        let b = try BinaryProcess(args, environment: try world.environment(via: route))
         let (sa, sb) = (await a.wait(), await b.wait())
         #expect(sa == 0, "A: \(a.stderr.suffix(1500))")
         #expect(sb == 0, "B: \(b.stderr.suffix(1500))")
+        #expect(route == .direct || a.stderr.contains("LISTEN unavailable"), "A went through PgBouncer: \(a.stderr.suffix(800))")
         let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
         let c = try await counts(world, job: job.jobID)
         #expect(c.terminal == 3000 && c.items == 3000)
@@ -41,11 +43,13 @@ import Testing
         await world.tearDown()
     }
 
-    @Test func killMinusNineThenRerunLosesAndDuplicatesNothing() async throws {
+    /// Also through PgBouncer in transaction mode (`route`), the killed worker and the rerun alike.
+    @Test(arguments: DatabaseRoute.allCases) func killMinusNineThenRerunLosesAndDuplicatesNothing(route: DatabaseRoute) async throws {
         var world = try await SIWAWorld.create(latency: .fixed(20))
         try await world.seed(accounts: 3000, revokedFraction: 0.03)
         let job = try await world.enqueue()
-        let first = try BinaryProcess(["work", "--drain", "--concurrency", "32", "--lease-seconds", "3"], environment: world.environment)
+        let first = try BinaryProcess(["work", "--drain", "--concurrency", "32", "--lease-seconds", "3"],
+                                      environment: try world.environment(via: route))
         try await Eventually.wait("300 results written", while: first) {
             try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) >= 300
         }
@@ -53,8 +57,9 @@ import Testing
         _ = await first.wait()
         let running: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'")
         #expect(running > 0, "the kill should leave leased items behind")
-        let rerun = try await BinaryProcess.run(["work", "--drain", "--concurrency", "64"], environment: world.environment)
+        let rerun = try await BinaryProcess.run(["work", "--drain", "--concurrency", "64"], environment: try world.environment(via: route))
         #expect(rerun.status == 0, "\(rerun.stderr.suffix(1500))")
+        #expect(route == .direct || rerun.stderr.contains("LISTEN unavailable"), "through PgBouncer: \(rerun.stderr.suffix(800))")
         let truth = world.sandbox.model.truth(teamID: SIWAWorld.teamID, clientID: SIWAWorld.clientID)
         let c = try await counts(world, job: job.jobID)
         #expect(c.terminal == 3000)

@@ -27,7 +27,7 @@ public struct NotificationInbox: Sendable {
     public let timeoutSeconds: Double
 
     /// - Parameters:
-    ///   - pool: the receiver's own pool: its connections get a session `statement_timeout`.
+    ///   - pool: the receiver's own pool.
     ///   - timeoutSeconds: longest wait for the database per call, seconds (default 10).
     public init(pool: PostgresPool, timeoutSeconds: Double = 10) {
         self.pool = pool
@@ -58,15 +58,19 @@ public struct NotificationInbox: Sendable {
         _ = try await withDatabase { conn in try await conn.requireWritable() }
     }
 
-    /// Runs `body` on a pooled connection whose `statement_timeout` is `timeoutSeconds`, giving up
-    /// after `timeoutSeconds` even if the database never answers (a frozen server or a full pool).
+    /// Runs `body` in a transaction whose `statement_timeout` is `timeoutSeconds`, giving up after
+    /// `timeoutSeconds` even if the database never answers (a frozen server or a full pool). The
+    /// timeout is transaction-local (`set_config(…, true)`), so behind PgBouncer in transaction
+    /// mode it neither leaks to other clients' server connections nor misses the statement.
     private func withDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let pool = self.pool
         let milliseconds = String(Int((timeoutSeconds * 1000).rounded()))
         return try await Deadline.run(seconds: timeoutSeconds, waitingFor: "database") {
             try await pool.withConnection { conn in
-                try await conn.query("SELECT set_config('statement_timeout', \(milliseconds), false)")
-                return try await body(conn)
+                try await conn.transaction { tx in
+                    try await tx.query("SELECT set_config('statement_timeout', \(milliseconds), true)")
+                    return try await body(tx)
+                }
             }
         }
     }

@@ -41,6 +41,7 @@ extension Doctor {
             if migrations.pending.isEmpty, let ring = try? configuration.keyring() {
                 try await checkStoredToken(connection, keyring: ring, &report)
             }
+            if migrations.pending.isEmpty { try await checkWorkerVersions(connection, &report) }
         } catch let error as DatabaseError {
             switch error.meaning {
             case .transient, .readOnly: report.databaseDown("\(where_): \(error)")

@@ -9,16 +9,22 @@ import SIWACrypto
 /// single-team variables are then optional), the key (loads, P-256, mints a secret that
 /// verifies), team ID / key ID / client ID formats, the token encryption key, the Apple base URL,
 /// logging, database reachability, clock skew against the database, pending or changed
-/// migrations, and whether a stored token opens with the configured keys.
+/// migrations, whether a stored token opens with the configured keys, and (a warning) live
+/// workers running another version than this binary.
 public struct Doctor: Sendable {
     let configuration: SIWAConfiguration
     let clock: any WallClock
+    /// This binary's version, compared with the live workers' (`siwa.live_workers`).
+    let version: String
 
-    /// - Parameter clock: the local clock compared with the database's, and the time client
-    ///   secrets are minted at.
-    public init(configuration: SIWAConfiguration, clock: any WallClock) {
+    /// - Parameters:
+    ///   - clock: the local clock compared with the database's, and the time client secrets are
+    ///     minted at.
+    ///   - version: this binary's version string.
+    public init(configuration: SIWAConfiguration, clock: any WallClock, version: String) {
         self.configuration = configuration
         self.clock = clock
+        self.version = version
     }
 
     /// Runs every check. Database failures are in the report, not thrown.

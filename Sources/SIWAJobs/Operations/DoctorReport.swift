@@ -6,6 +6,9 @@ public struct DoctorReport: Sendable, Equatable {
         case fail
         /// Not checked, because it is not configured (and need not be).
         case skip
+        /// Worth a look, but not a problem: the exit status does not change (e.g. live workers
+        /// running another version, as during a rolling upgrade).
+        case warn
     }
 
     /// One check: `name` says what was checked (with the variables involved), `detail` what was
@@ -37,6 +40,10 @@ public struct DoctorReport: Sendable, Equatable {
 
     mutating func skip(_ name: String, _ detail: String) {
         checks.append(Check(status: .skip, name: name, detail: detail))
+    }
+
+    mutating func warn(_ name: String, _ detail: String) {
+        checks.append(Check(status: .warn, name: name, detail: detail))
     }
 
     /// - Parameter name: the check's name (default `database`).
