@@ -24,7 +24,7 @@ enum CommandTree {
         .group("token", abstract: "identity tokens and notification JWTs", [TokenVerifyCommand.self]),
         .command(WorkCommand.self),
         .command(StatusCommand.self),
-        .group("job", abstract: "operator actions on one job", [JobResumeCommand.self, JobCancelCommand.self]),
+        .group("job", abstract: "operator actions on one job", [JobResumeCommand.self, JobCancelCommand.self, JobPriorityCommand.self]),
         .group("transfer", abstract: "app transfer between teams (README: Team transfer runbook)", [
             TransferExportCommand.self, TransferExportCSVCommand.self, TransferImportCSVCommand.self,
             TransferImportCommand.self, TransferStatusCommand.self, TransferLookupCommand.self, TransferReleaseCommand.self,
