@@ -35,7 +35,9 @@ public struct RescueReport: Sendable, Equatable {
 /// The durable queue, as the worker uses it. `PostgresJobStore` is the real one.
 public protocol JobStore: Sendable {
     /// Leases up to `limit` due items of running jobs of the given kinds for `lease`
-    /// (`FOR UPDATE SKIP LOCKED`), incrementing each item's attempt.
+    /// (`FOR UPDATE SKIP LOCKED`), incrementing each item's attempt: items of more urgent jobs
+    /// first (`JobPriority`), the batch shared fairly among jobs of equal priority (`ClaimShares`),
+    /// each job's oldest due items (run_at, id) first. Returned most urgent first.
     func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem]
     /// Jobs by id (for specs and kinds).
     func jobs(ids: [Int64]) async throws -> [JobRecord]

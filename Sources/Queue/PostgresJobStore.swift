@@ -11,43 +11,6 @@ public struct PostgresJobStore: JobStore {
         self.pool = pool
     }
 
-    public func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
-        guard limit > 0 else { return [] }
-        // The job filter is an InitPlan array and the update goes through the primary key by
-        // array: both keep the planner on the claim index instead of hashing the whole table.
-        let leaseSeconds = lease.seconds
-        let rows = try await pool.withConnection { conn in
-            try await conn.query("""
-                WITH picked AS MATERIALIZED (
-                    SELECT i.id
-                    FROM siwa.job_items i
-                    WHERE i.state = 'available' AND i.run_at <= now()
-                      AND i.job_id = ANY(ARRAY(SELECT j.id FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds))))
-                    ORDER BY i.run_at, i.id
-                    LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED
-                )
-                UPDATE siwa.job_items i
-                SET state = 'running', attempt = i.attempt + 1, lease_owner = \(owner),
-                    lease_expires_at = now() + make_interval(secs => \(leaseSeconds)),
-                    first_attempt_at = COALESCE(i.first_attempt_at, now())
-                WHERE i.id = ANY(ARRAY(SELECT id FROM picked))
-                RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts,
-                          i.first_attempt_at
-                """)
-        }
-        return try rows.map { row in
-            ClaimedItem(
-                id: try row.decode("id"),
-                jobID: try row.decode("job_id"),
-                accountID: try row.decode("account_id", as: Int64?.self),
-                payload: try row.decode("payload", as: String?.self),
-                attempt: try row.decode("attempt"),
-                maxAttempts: try row.decode("max_attempts"),
-                firstAttemptAt: try row.decode("first_attempt_at", as: Date?.self))
-        }
-    }
-
     public func jobs(ids: [Int64]) async throws -> [JobRecord] {
         let rows = try await pool.withConnection { conn in
             try await conn.query("SELECT id, kind, spec::text AS spec, state FROM siwa.jobs WHERE id = ANY(\(ids))")

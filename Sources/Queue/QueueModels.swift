@@ -73,9 +73,12 @@ public struct ClaimedItem: Sendable, Equatable {
     /// When the item's first charged attempt started (the database's clock), for the retry time
     /// budget (`WorkerConfiguration.retryBudget`); nil when the store does not know.
     public let firstAttemptAt: Date?
+    /// Its job's priority when it was claimed (`JobPriority`: 0 the most urgent … 9 the least): the
+    /// worker starts claimed items of more urgent jobs first. 0 when the store does not say.
+    public let priority: Int
 
     public init(id: Int64, jobID: Int64, accountID: Int64?, payload: String?, attempt: Int, maxAttempts: Int,
-                firstAttemptAt: Date? = nil) {
+                firstAttemptAt: Date? = nil, priority: Int = JobPriority.mostUrgent) {
         self.id = id
         self.jobID = jobID
         self.accountID = accountID
@@ -83,5 +86,6 @@ public struct ClaimedItem: Sendable, Equatable {
         self.attempt = attempt
         self.maxAttempts = maxAttempts
         self.firstAttemptAt = firstAttemptAt
+        self.priority = priority
     }
 }

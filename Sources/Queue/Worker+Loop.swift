@@ -31,7 +31,9 @@ extension Worker {
 
     /// Runs at most `concurrency` items in a task group. Claims run as a child task of the same
     /// group, ahead of need into a small local buffer, so the loop never waits on the database
-    /// while items finish and a finished item's slot is refilled at once. Outcomes become
+    /// while items finish and a finished item's slot is refilled at once; the buffer holds at most
+    /// prefetch (min(claim batch, C/2)) items beyond the C running, most urgent first (`merged`),
+    /// so an urgent job's items wait behind no bulk item once claimed. Outcomes become
     /// completions for the flusher.
     ///
     /// Backpressure: while completions waiting to be written plus items in flight reach
@@ -155,7 +157,7 @@ extension Worker {
     func handleClaimed(_ batch: ClaimBatch, state s: inout LoopState, report: inout WorkerReport) -> ClaimVerdict {
         s.claimInFlight = false
         for entry in batch.unprepared { release(entry.item, kind: entry.kind, reason: entry.reason) }
-        s.ready += batch.ready
+        s.ready = Self.merged(s.ready, batch.ready)
         guard let error = batch.error else {
             s.databaseErrors = 0
             s.wantClaim = batch.claimed == batch.requested
@@ -173,6 +175,28 @@ extension Worker {
         }
         s.wantClaim = true
         return .carryOn
+    }
+
+    /// The ready buffer with newly claimed items joined by priority: each goes behind the items of
+    /// its own or a more urgent priority and ahead of less urgent ones, so an urgent item claimed
+    /// while the buffer holds bulk work starts at the next free slot. Order within a priority is
+    /// kept (oldest claim first).
+    static func merged(_ ready: [ReadyItem], _ claimed: [ReadyItem]) -> [ReadyItem] {
+        guard !claimed.isEmpty else { return ready }
+        let incoming = claimed.enumerated().sorted { ($0.element.item.priority, $0.offset) < ($1.element.item.priority, $1.offset) }
+            .map(\.element)
+        guard let last = ready.last, last.item.priority > incoming[0].item.priority else { return ready + incoming }
+        var result: [ReadyItem] = []
+        result.reserveCapacity(ready.count + incoming.count)
+        var i = 0, j = 0
+        while i < ready.count || j < incoming.count {
+            if j == incoming.count || (i < ready.count && ready[i].item.priority <= incoming[j].item.priority) {
+                result.append(ready[i]); i += 1
+            } else {
+                result.append(incoming[j]); j += 1
+            }
+        }
+        return result
     }
 
     /// Updates the backpressure state and hurries the flusher while it holds. Brief spells are

@@ -19,6 +19,7 @@ public final class MemoryJobStore: JobStore {
 
     private struct State {
         var jobs: [Int64: JobRecord] = [:]
+        var priorities: [Int64: Int] = [:]
         var items: [Int64: Item] = [:]
         var results: [Int64: ResultRecord] = [:]
         var audit: [(Int64, AuditRecord)] = []
@@ -32,13 +33,14 @@ public final class MemoryJobStore: JobStore {
         self.clock = clock
     }
 
-    /// Adds a running job with `count` items; returns the job id.
+    /// Adds a running job with `count` items at `priority` (`JobPriority`; default 4); returns the job id.
     @discardableResult
-    public func addJob(kind: String, spec: String = "{}", count: Int, maxAttempts: Int = 5) -> Int64 {
+    public func addJob(kind: String, spec: String = "{}", count: Int, maxAttempts: Int = 5, priority: Int = 4) -> Int64 {
         state.withLock { s in
             let jobID = s.nextID
             s.nextID += 1
             s.jobs[jobID] = JobRecord(id: jobID, kind: kind, spec: spec, state: .running)
+            s.priorities[jobID] = priority
             for _ in 0..<count {
                 let id = s.nextID
                 s.nextID += 1
@@ -57,17 +59,23 @@ public final class MemoryJobStore: JobStore {
     public func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
         let now = clock.now
         return state.withLock { s in
+            // Priority first, then fair shares among jobs of equal priority, as the PostgreSQL store.
             let running = Set(s.jobs.values.filter { $0.state == .running && kinds.contains($0.kind) }.map(\.id))
-            let due = s.items.values
-                .filter { $0.state == .available && $0.runAt <= now && running.contains($0.claimed.jobID) }
-                .sorted { ($0.runAt, $0.claimed.id) < ($1.runAt, $1.claimed.id) }
-                .prefix(limit)
+            let byJob = Dictionary(grouping: s.items.values.filter {
+                $0.state == .available && $0.runAt <= now && running.contains($0.claimed.jobID)
+            }, by: \.claimed.jobID)
+            let shares = ClaimShares.split(byJob.map { jobID, items in
+                ClaimShares.DueJob(jobID: jobID, priority: s.priorities[jobID] ?? 4, due: min(items.count, limit))
+            }, batch: limit)
+            let due = shares.flatMap { share in
+                byJob[share.jobID, default: []].sorted { ($0.runAt, $0.claimed.id) < ($1.runAt, $1.claimed.id) }.prefix(share.take)
+            }
             return due.map { item in
                 var updated = item
                 let c = item.claimed
                 updated.claimed = ClaimedItem(id: c.id, jobID: c.jobID, accountID: c.accountID, payload: c.payload,
                                               attempt: c.attempt + 1, maxAttempts: c.maxAttempts,
-                                              firstAttemptAt: c.firstAttemptAt ?? now)
+                                              firstAttemptAt: c.firstAttemptAt ?? now, priority: s.priorities[c.jobID] ?? 4)
                 updated.state = .running
                 updated.owner = owner
                 updated.leaseExpiresAt = now.addingTimeInterval(lease.seconds)
@@ -96,7 +104,7 @@ public final class MemoryJobStore: JobStore {
                     let x = item.claimed
                     item.claimed = ClaimedItem(id: x.id, jobID: x.jobID, accountID: x.accountID, payload: x.payload,
                                                attempt: x.attempt - 1, maxAttempts: x.maxAttempts,
-                                               firstAttemptAt: x.attempt <= 1 ? nil : x.firstAttemptAt)
+                                               firstAttemptAt: x.attempt <= 1 ? nil : x.firstAttemptAt, priority: x.priority)
                 }
                 if c.state == .available { item.runAt = now.addingTimeInterval(c.delay.seconds) }
                 s.items[c.item.id] = item

@@ -25,7 +25,7 @@ enum CommandTree {
         .command(WorkCommand.self),
         .command(WorkersCommand.self),
         .command(StatusCommand.self),
-        .group("job", abstract: "operator actions on one job", [JobResumeCommand.self, JobCancelCommand.self]),
+        .group("job", abstract: "operator actions on one job", [JobResumeCommand.self, JobCancelCommand.self, JobPriorityCommand.self]),
         .group("transfer", abstract: "app transfer between teams (README: Team transfer runbook)", [
             TransferExportCommand.self, TransferExportCSVCommand.self, TransferImportCSVCommand.self,
             TransferImportCommand.self, TransferStatusCommand.self, TransferLookupCommand.self, TransferReleaseCommand.self,

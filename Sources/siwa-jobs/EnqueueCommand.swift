@@ -1,17 +1,20 @@
 import Commands
 import Postgres
+import Queue
 import SIWAJobs
 
 /// `siwa-jobs enqueue refresh-validation`: plan the nightly refresh-token validation.
 enum EnqueueRefreshValidation: Command {
     static let maxAttempts = CommonOptions.maxAttempts(default: 5)
+    static let priority = Enqueue.priority(default: JobPriority.nightly)
     static let spec = Enqueue.teamJobSpec("refresh-validation", abstract: "plan the nightly refresh-token validation (accounts due today)",
-                                          maxAttempts: maxAttempts)
+                                          maxAttempts: maxAttempts, priority: priority)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who, rule in
             try await enqueuer.enqueueRefreshValidation(teamID: target.teamID, clientID: target.clientID, createdBy: who,
-                                                        maxAttempts: arguments[maxAttempts], safetyStop: rule)
+                                                        maxAttempts: arguments[maxAttempts], priority: arguments[priority],
+                                                        safetyStop: rule)
         }
     }
 }
@@ -19,13 +22,15 @@ enum EnqueueRefreshValidation: Command {
 /// `siwa-jobs enqueue revocation-sweep`: revoke the tokens of deleted and consent-revoked accounts.
 enum EnqueueRevocationSweep: Command {
     static let maxAttempts = CommonOptions.maxAttempts(default: 5)
+    static let priority = Enqueue.priority(default: JobPriority.operations)
     static let spec = Enqueue.teamJobSpec("revocation-sweep", abstract: "revoke tokens of deleted / consent-revoked accounts",
-                                          maxAttempts: maxAttempts)
+                                          maxAttempts: maxAttempts, priority: priority)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         try await Enqueue.teamJob(spec.name, arguments, context) { enqueuer, target, who, rule in
             try await enqueuer.enqueueRevocationSweep(teamID: target.teamID, clientID: target.clientID, createdBy: who,
-                                                      maxAttempts: arguments[maxAttempts], safetyStop: rule)
+                                                      maxAttempts: arguments[maxAttempts], priority: arguments[priority],
+                                                      safetyStop: rule)
         }
     }
 }
@@ -33,16 +38,17 @@ enum EnqueueRevocationSweep: Command {
 /// `siwa-jobs enqueue notifications`: the cron backup of `notifications serve`'s planner.
 enum EnqueueNotifications: Command {
     static let maxAttempts = CommonOptions.maxAttempts(default: 10)
+    static let priority = Enqueue.priority(default: JobPriority.notifications)
     static let spec = CommandSpec(
         "notifications", abstract: "plan processing of stored notifications not yet planned (cron backup)",
         discussion: "Also picks up notifications stranded by a receiver that stopped before planning them.",
-        options: [maxAttempts, CommonOptions.createdBy], environment: Enqueue.environment)
+        options: [maxAttempts, priority, CommonOptions.createdBy], environment: Enqueue.environment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         try await Enqueue.run("notifications", arguments, context,
                               nothing: "nothing to enqueue: every stored notification is planned or processed") { enqueuer, who in
             try await enqueuer.enqueueNotificationProcessing(createdBy: who, includeStranded: true,
-                                                             maxAttempts: arguments[maxAttempts])
+                                                             maxAttempts: arguments[maxAttempts], priority: arguments[priority])
         }
     }
 }
@@ -50,14 +56,15 @@ enum EnqueueNotifications: Command {
 /// `siwa-jobs enqueue noop --items N`: the queue benchmark's job.
 enum EnqueueNoop: Command {
     static let items = Declare.option("items", "N", .integer(in: 1...10_000_000), help: "how many no-op items", required: true)
+    static let priority = Enqueue.priority(default: JobPriority.operations)
     static let spec = CommandSpec(
         "noop", abstract: "plan a no-op job (queue benchmark)",
-        options: [items, CommonOptions.createdBy], environment: Enqueue.environment)
+        options: [items, priority, CommonOptions.createdBy], environment: Enqueue.environment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let count = try arguments.required(items)
         return try await Enqueue.run("noop", arguments, context) { enqueuer, who in
-            try await enqueuer.enqueueNoop(items: count, createdBy: who)
+            try await enqueuer.enqueueNoop(items: count, priority: arguments[priority], createdBy: who)
         }
     }
 }
@@ -71,13 +78,20 @@ enum Enqueue {
         help: "pause the job when more than PERCENT of its first 200 results are invalid_grant (0 or off: never)",
         environment: ["SIWA_SAFETY_STOP_PERCENT"], defaultText: "50")
 
-    /// A job for one team and client: `--team-id`, `--client-id`, `--max-attempts`, `--safety-stop`, `--created-by`.
-    static func teamJobSpec(_ name: String, abstract: String, maxAttempts: Option<Int>) -> CommandSpec {
+    /// `--priority P` with a kind's default (`JobPriority`).
+    static func priority(default value: Int) -> Option<Int> {
+        Declare.value("priority", "P", .integer(in: JobPriority.range), default: value,
+                      help: "the job's priority: 0 the most urgent ... 9 the least; more urgent jobs' items are claimed first, "
+                          + "jobs of equal priority share the workers fairly")
+    }
+
+    /// A job for one team and client: `--team-id`, `--client-id`, `--max-attempts`, `--priority`, `--safety-stop`, `--created-by`.
+    static func teamJobSpec(_ name: String, abstract: String, maxAttempts: Option<Int>, priority: Option<Int>) -> CommandSpec {
         CommandSpec(name, abstract: abstract,
                     discussion: "An active job for the team and client is reported (already active: job N) and left to the worker; "
                         + "no job is created when no account is due (exit 0). A team or client without any account is refused "
                         + "as a likely typo (exit 65).",
-                    options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, safetyStop, CommonOptions.createdBy],
+                    options: [CommonOptions.teamID, CommonOptions.clientID, maxAttempts, priority, safetyStop, CommonOptions.createdBy],
                     environment: environment + [EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2], EnvironmentDocs.safetyStop])
     }
 
@@ -114,7 +128,7 @@ enum Enqueue {
                 + "(siwa-jobs status --job \(job.jobID))")
             return .success
         }
-        say("enqueued job \(job.jobID) (\(kind)) with \(job.items) items")
+        say("enqueued job \(job.jobID) (\(kind)) with \(job.items) items at priority \(job.priority)")
         if let safety = job.safetyStop { say(safety.summary) }
         return .success
     }

@@ -1,5 +1,6 @@
 import Commands
 import Postgres
+import Queue
 import SIWAJobs
 
 /// `siwa-jobs job resume N`: a paused job runs again.
@@ -17,6 +18,35 @@ enum JobCancelCommand: Command {
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         try await JobAction.run(.cancel, arguments, context)
+    }
+}
+
+/// `siwa-jobs job priority N P`: a running or paused job's items are claimed at another priority.
+enum JobPriorityCommand: Command {
+    static let priority = Declare.argument("P", .integer(in: JobPriority.range),
+                                           help: "the new priority: 0 the most urgent ... 9 the least")
+    static let spec = CommandSpec(
+        "priority", abstract: "change the priority of a running or paused job (its next claims use it)",
+        discussion: "Defaults by kind: sign-in \(JobPriority.signIn), notification-processing \(JobPriority.notifications), "
+            + "ops jobs (sweeps, transfers, noop) \(JobPriority.operations), refresh-validation \(JobPriority.nightly). "
+            + "Items already claimed keep their place.",
+        arguments: [JobAction.jobID, priority], environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let id = Int64(try arguments.required(JobAction.jobID))
+        let value = try arguments.required(priority)
+        let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
+        let outcome = await Result(catching: { try await JobControl(pool: pool).setPriority(jobID: id, to: value) })
+        await pool.close()
+        switch try outcome.get() {
+        case .changed(let from):
+            say("job \(id): priority \(from) -> \(value)")
+            return .success
+        case .notFound:
+            throw CommandFailure("job \(id) not found")
+        case .notApplicable(let state):
+            throw CommandFailure("job \(id) is \(state), not running or paused")
+        }
     }
 }
 

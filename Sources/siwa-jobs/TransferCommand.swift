@@ -1,5 +1,6 @@
 import Commands
 import Postgres
+import Queue
 import SIWAJobs
 
 /// `siwa-jobs transfer export`: plan the sending team's side of an app transfer.
@@ -10,13 +11,14 @@ enum TransferExportCommand: Command {
                                       help: "items planned first; the rest is planned when they succeed (0: all at once)")
     static let retryFailed = Declare.switch("retry-failed", help: "plan again accounts whose earlier exchange failed")
     static let maxAttempts = CommonOptions.maxAttempts(default: 5)
+    static let priority = Enqueue.priority(default: JobPriority.operations)
 
     static let spec = CommandSpec(
         "export", abstract: "plan the sender's exchange of sub for transfer_sub (team A)",
         discussion: "Refused (exit 65) for a malformed team ID or target, the own team as target, a closed window or a "
             + "date too far ahead; exit 1 when an export for this client and target is already active.",
         options: [CommonOptions.teamID, CommonOptions.clientID, target, Transfer.transferDate, canary, retryFailed,
-                  maxAttempts, CommonOptions.createdBy],
+                  maxAttempts, priority, CommonOptions.createdBy],
         environment: Transfer.environment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
@@ -28,9 +30,10 @@ enum TransferExportCommand: Command {
                 clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
                 target: try arguments.required(target), transferDate: try arguments.required(Transfer.transferDate),
                 canary: canarySize, retryFailed: arguments[retryFailed], maxAttempts: arguments[maxAttempts],
-                createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
+                priority: arguments[priority], createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
         }
-        say("enqueued job \(job.jobID) (transfer-export) \(Transfer.planned(job.items, canary: canarySize, what: "accounts"))")
+        say("enqueued job \(job.jobID) (transfer-export) at priority \(job.priority) "
+            + Transfer.planned(job.items, canary: canarySize, what: "accounts"))
         return .success
     }
 }
@@ -106,7 +109,7 @@ enum TransferImportCommand: Command {
     static let spec = CommandSpec(
         "import", abstract: "plan the recipient's exchange of transfer_sub for the new sub and email (team B)",
         options: [importID, TransferExportCommand.canary, TransferExportCommand.retryFailed, TransferExportCommand.maxAttempts,
-                  CommonOptions.createdBy],
+                  TransferExportCommand.priority, CommonOptions.createdBy],
         environment: [EnvironmentDocs.database, EnvironmentDocs.user] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
@@ -115,12 +118,12 @@ enum TransferImportCommand: Command {
         let job = try await Transfer.withEnqueuer(context) { enqueuer in
             try await enqueuer.enqueueTransferImport(
                 importID: id, canary: canary, retryFailed: arguments[TransferExportCommand.retryFailed],
-                maxAttempts: arguments[TransferExportCommand.maxAttempts],
+                maxAttempts: arguments[TransferExportCommand.maxAttempts], priority: arguments[TransferExportCommand.priority],
                 createdBy: arguments[CommonOptions.createdBy] ?? context.configuration.operatorName)
         }
         let overlap = try await Transfer.withEnqueuer(context) { try await $0.transferImportOverlap(importID: id, exceptJob: job.jobID) }
         let covered = overlap.reduce(0) { $0 + $1.rows }
-        say("enqueued job \(job.jobID) (transfer-import) "
+        say("enqueued job \(job.jobID) (transfer-import) at priority \(job.priority) "
             + (job.items == 0 && covered > 0 ? "with no items: its rows are another active import's (below)"
                                               : Transfer.planned(job.items, canary: canary, what: "rows")))
         for other in overlap {

@@ -1,9 +1,10 @@
 import Postgres
 
 extension Enqueuer {
-    /// Plans `items` no-op items (queue benchmark).
-    public func enqueueNoop(items: Int, createdBy: String) async throws -> EnqueuedJob {
-        try await plan(kind: NoopHandler.kind, spec: EmptyJobSpec(), uniqueKey: nil, createdBy: createdBy) { jobID in
+    /// Plans `items` no-op items (queue benchmark) at `priority` (nil: `JobPriority.operations`).
+    /// - Throws: `EnqueueError` for a priority outside `JobPriority.range`; `DatabaseError`.
+    public func enqueueNoop(items: Int, priority: Int? = nil, createdBy: String) async throws -> EnqueuedJob {
+        try await plan(kind: NoopHandler.kind, spec: EmptyJobSpec(), priority: priority, uniqueKey: nil, createdBy: createdBy) { jobID in
             """
             INSERT INTO siwa.job_items (job_id, payload, max_attempts)
             SELECT \(jobID), jsonb_build_object('n', g), 3 FROM generate_series(1, \(items)) g

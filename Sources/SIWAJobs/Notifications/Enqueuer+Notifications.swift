@@ -5,9 +5,12 @@ extension Enqueuer {
     /// `limit`). With `includeStranded`, also notifications still unprocessed whose job has
     /// finished (their item was discarded, e.g. after a long JWKS outage) or was cancelled.
     /// Rows are taken with `FOR UPDATE SKIP LOCKED`, so concurrent planners never plan one twice.
+    /// The job runs at `priority` (nil: `JobPriority.notifications`).
     /// - Returns: nil when there was nothing to plan (no job is created).
-    public func enqueueNotificationProcessing(createdBy: String, includeStranded: Bool = false,
-                                              limit: Int = 100_000, maxAttempts: Int = 10) async throws -> EnqueuedJob? {
+    /// - Throws: `EnqueueError` for a priority outside `JobPriority.range`; `DatabaseError`.
+    public func enqueueNotificationProcessing(createdBy: String, includeStranded: Bool = false, limit: Int = 100_000,
+                                              maxAttempts: Int = 10, priority: Int? = nil) async throws -> EnqueuedJob? {
+        let priority = try Self.priority(priority, kind: NotificationProcessingHandler.kind)
         let stranded = includeStranded ? Self.strandedNotifications : ""
         let due: Bool = try await pool.withConnection { conn in
             let rows = try await conn.query("""
@@ -19,7 +22,8 @@ extension Enqueuer {
             return try rows.first?.decode("due") ?? false
         }
         guard due else { return nil }
-        return try await plan(kind: NotificationProcessingHandler.kind, spec: EmptyJobSpec(), uniqueKey: nil, createdBy: createdBy) { jobID in
+        return try await plan(kind: NotificationProcessingHandler.kind, spec: EmptyJobSpec(), priority: priority, uniqueKey: nil,
+                              createdBy: createdBy) { jobID in
             """
             WITH picked AS (
                 SELECT n.id FROM siwa.notifications n

@@ -1,6 +1,6 @@
 import Postgres
 
-/// Operator actions on one job (`siwa-jobs job resume|cancel N`), each recorded in the audit log.
+/// Operator actions on one job (`siwa-jobs job resume|cancel N`, `job priority N P`), each recorded in the audit log.
 public struct JobControl: Sendable {
     public enum Action: String, Sendable, CaseIterable {
         /// A paused job runs again (workers are woken with NOTIFY); a tripped safety stop is
@@ -33,7 +33,7 @@ public struct JobControl: Sendable {
         case notApplicable(state: String)
     }
 
-    private let pool: PostgresPool
+    let pool: PostgresPool
 
     public init(pool: PostgresPool) {
         self.pool = pool

@@ -10,10 +10,13 @@ public struct EnqueuedJob: Sendable, Equatable {
     public let alreadyActive: Bool
     /// The safety stop armed for the job (refresh validation, revocation sweep); nil when off.
     public let safetyStop: SafetyStopPlan?
+    /// The job's priority (`JobPriority`: 0 the most urgent … 9 the least).
+    public let priority: Int
 
-    init(jobID: Int64, items: Int, alreadyActive: Bool = false, safetyStop: SafetyStopPlan? = nil) {
+    init(jobID: Int64, items: Int, priority: Int, alreadyActive: Bool = false, safetyStop: SafetyStopPlan? = nil) {
         self.jobID = jobID
         self.items = items
+        self.priority = priority
         self.alreadyActive = alreadyActive
         self.safetyStop = safetyStop
     }
@@ -69,6 +72,8 @@ public struct Enqueuer: Sendable {
 
     /// Options of one `plan` call beyond the items.
     struct PlanOptions: Sendable {
+        /// The job's priority (`JobPriority`), already checked (`Enqueuer.priority(_:kind:)`).
+        var priority: Int
         var uniqueKey: String?
         var whenActive: WhenActive = .refuse
         /// Roll back and return nil when no item is planned (no empty job is created).
@@ -95,8 +100,8 @@ public struct Enqueuer: Sendable {
                     try await conn.transaction { tx in
                         if let lock = options.lock { try await PlanLock.take(lock, tx) }
                         let rows = try await tx.query("""
-                            INSERT INTO siwa.jobs (kind, spec, unique_key, created_by)
-                            VALUES (\(kind), \(spec)::jsonb, \(options.uniqueKey), \(createdBy))
+                            INSERT INTO siwa.jobs (kind, spec, unique_key, created_by, priority)
+                            VALUES (\(kind), \(spec)::jsonb, \(options.uniqueKey), \(createdBy), \(options.priority))
                             RETURNING id
                             """)
                         guard let jobID: Int64 = try rows.first?.decode("id") else {
@@ -108,10 +113,11 @@ public struct Enqueuer: Sendable {
                         let safety = try await options.safetyStop?.arm(jobID: jobID, items: count, uniqueKey: options.uniqueKey, tx)
                         try await tx.execute("""
                             INSERT INTO siwa.audit_log (actor, action, job_id, detail)
-                            VALUES (\(createdBy), 'job.enqueued', \(jobID), jsonb_build_object('kind', \(kind)::text, 'items', \(count)::int))
+                            VALUES (\(createdBy), 'job.enqueued', \(jobID), jsonb_build_object('kind', \(kind)::text, 'items', \(count)::int,
+                                                                                             'priority', \(options.priority)::int))
                             """)
                         try await tx.execute("SELECT pg_notify(\(Self.channel), \(kind))")
-                        return EnqueuedJob(jobID: jobID, items: count, safetyStop: safety)
+                        return EnqueuedJob(jobID: jobID, items: count, priority: options.priority, safetyStop: safety)
                     }
                 }
             } catch is NothingPlanned {
@@ -123,7 +129,7 @@ public struct Enqueuer: Sendable {
                     throw EnqueueError(message: "a \(kind) job for this client is already active (job \(active.id)); "
                         + "let it finish, or resume or cancel it first")
                 }
-                return EnqueuedJob(jobID: active.id, items: active.items, alreadyActive: true)
+                return EnqueuedJob(jobID: active.id, items: active.items, priority: active.priority, alreadyActive: true)
             }
         }
         throw EnqueueError(message: "a \(kind) job for this client kept appearing and finishing while planning; run enqueue again")
@@ -132,9 +138,11 @@ public struct Enqueuer: Sendable {
     /// `plan` refusing an active job and creating an empty one (transfers, no-op, notifications):
     /// a transfer's empty job completes at once and `transfer status` shows it (README "Safety
     /// stops and cron").
-    func plan(kind: String, spec: some JobSpec, uniqueKey: String?, lock: String? = nil, createdBy: String,
+    /// - Throws: also `EnqueueError` for a `priority` outside `JobPriority.range` (nil: the kind's default).
+    func plan(kind: String, spec: some JobSpec, priority: Int?, uniqueKey: String?, lock: String? = nil, createdBy: String,
               items: @Sendable (Int64) -> SQL) async throws -> EnqueuedJob {
-        let options = PlanOptions(uniqueKey: uniqueKey, whenActive: .refuse, lock: lock)
+        let options = PlanOptions(priority: try Self.priority(priority, kind: kind), uniqueKey: uniqueKey, whenActive: .refuse,
+                                  lock: lock)
         guard let job = try await plan(kind: kind, spec: spec, options: options, createdBy: createdBy, items: items) else {
             throw EnqueueError(message: "planning the \(kind) job created no job")
         }
@@ -146,12 +154,13 @@ public struct Enqueuer: Sendable {
     /// `accounts`, a predicate on `siwa.accounts a`, in account id order. An active job for the
     /// client is returned as `alreadyActive`; no job is created when no account is due.
     /// - Returns: nil when no account is due (nothing is written).
-    /// - Throws: `EnqueueError` `.likelyTypo` when the team or the client has no account at all.
+    /// - Throws: `EnqueueError` `.likelyTypo` when the team or the client has no account at all, or
+    ///   for a `priority` outside `JobPriority.range` (nil: the kind's default).
     func planClientAccounts(kind: String, teamID: String, clientID: String, createdBy: String, maxAttempts: Int,
-                            safetyStop: SafetyStopArming?, accounts: SQL) async throws -> EnqueuedJob? {
+                            priority: Int?, safetyStop: SafetyStopArming?, accounts: SQL) async throws -> EnqueuedJob? {
         let spec = ClientJobSpec(teamID: teamID, clientID: clientID)
-        let options = PlanOptions(uniqueKey: "\(kind):\(teamID):\(clientID)", whenActive: .report, skipEmpty: true,
-                                  safetyStop: safetyStop)
+        let options = PlanOptions(priority: try Self.priority(priority, kind: kind), uniqueKey: "\(kind):\(teamID):\(clientID)",
+                                  whenActive: .report, skipEmpty: true, safetyStop: safetyStop)
         let job = try await plan(kind: kind, spec: spec, options: options, createdBy: createdBy) { jobID in
             """
             INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
@@ -167,14 +176,15 @@ public struct Enqueuer: Sendable {
         return job
     }
 
-    private func activeJob(uniqueKey: String?) async throws -> (id: Int64, items: Int)? {
+    private func activeJob(uniqueKey: String?) async throws -> (id: Int64, items: Int, priority: Int)? {
         guard let uniqueKey else { return nil }
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
-                SELECT id, item_count FROM siwa.jobs WHERE unique_key = \(uniqueKey) AND state IN ('running', 'paused')
+                SELECT id, item_count, priority::int AS priority FROM siwa.jobs
+                WHERE unique_key = \(uniqueKey) AND state IN ('running', 'paused')
                 """)
         }
         guard let row = rows.first else { return nil }
-        return (try row.decode("id"), try row.decode("item_count"))
+        return (try row.decode("id"), try row.decode("item_count"), try row.decode("priority"))
     }
 }

@@ -10,17 +10,20 @@ extension Enqueuer {
     ///
     /// Only the first `canary` accounts (by id) are planned now; the rest is planned when they
     /// finish (`TransferCanarySQL`). `canary: 0` plans everything at once. `canary_size` records
-    /// the canary items actually planned; a job with no item is created already released.
+    /// the canary items actually planned; a job with no item is created already released. The job
+    /// runs at `priority` (nil: `JobPriority.operations`).
     /// - Parameters:
     ///   - target: the recipient's 10-character Team ID.
     ///   - transferDate: `YYYY-MM-DD`, the day the transfer is (or was) accepted; at most
     ///     `TransferWindow.maxExportDaysAhead` days ahead of today (UTC) on the enqueuer's clock.
     /// - Throws: `TransferRuleError` (bad team ID or target, own team, closed window, date too far
     ///   ahead) before anything is written; `EnqueueError` when an export for this client and
-    ///   target is already active, or `.likelyTypo` when the team or client has no account at all.
+    ///   target is already active, for a priority outside `JobPriority.range`, or `.likelyTypo`
+    ///   when the team or client has no account at all.
     public func enqueueTransferExport(teamID: String, clientID: String, target: String, transferDate: String,
                                       canary: Int = defaultCanary, retryFailed: Bool = false, maxAttempts: Int = 5,
-                                      createdBy: String) async throws -> EnqueuedJob {
+                                      priority: Int? = nil, createdBy: String) async throws -> EnqueuedJob {
+        let priority = try Self.priority(priority, kind: TransferExportHandler.kind)
         try TransferTarget.validateTeamID(teamID, field: "team-id")
         try TransferTarget.validate(target, sender: teamID)
         let window = try TransferWindow(day: transferDate)
@@ -32,7 +35,8 @@ extension Enqueuer {
         let uniqueKey = "transfer-export:\(teamID):\(clientID):\(target)"
         let day = window.day
         try await requireKnownTarget(teamID: teamID, clientID: clientID)
-        return try await plan(kind: TransferExportHandler.kind, spec: spec, uniqueKey: uniqueKey, createdBy: createdBy) { jobID in
+        return try await plan(kind: TransferExportHandler.kind, spec: spec, priority: priority, uniqueKey: uniqueKey,
+                              createdBy: createdBy) { jobID in
             """
             WITH picked AS (
                 SELECT a.id FROM siwa.accounts a
@@ -64,11 +68,14 @@ extension Enqueuer {
     /// per row still `pending` (and `failed` ones when `retryFailed`), canary first as for exports.
     /// Rows whose `transfer_sub` an account of the team and client already holds (the same file
     /// loaded twice) get no item: Apple is never asked again for done work; nor do rows an earlier
-    /// active import job of the team and client covers (`TransferImportOverlap`).
-    /// - Throws: `EnqueueError` for an unknown import or an active import of it; `TransferRuleError`
-    ///   when the window has closed (or the date is ahead) on the enqueuer's clock.
+    /// active import job of the team and client covers (`TransferImportOverlap`). The job runs at
+    /// `priority` (nil: `JobPriority.operations`).
+    /// - Throws: `EnqueueError` for an unknown import, an active import of it, or a priority outside
+    ///   `JobPriority.range`; `TransferRuleError` when the window has closed (or the date is ahead)
+    ///   on the enqueuer's clock.
     public func enqueueTransferImport(importID: Int64, canary: Int = defaultCanary, retryFailed: Bool = false,
-                                      maxAttempts: Int = 5, createdBy: String) async throws -> EnqueuedJob {
+                                      maxAttempts: Int = 5, priority: Int? = nil, createdBy: String) async throws -> EnqueuedJob {
+        let priority = try Self.priority(priority, kind: TransferImportHandler.kind)
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
                 SELECT team_id, client_id, source_team_id, transfer_date::text AS transfer_date
@@ -90,7 +97,7 @@ extension Enqueuer {
         let day = window.day
         let covered = TransferImportOverlap.notCoveredEarlier(team: "ti.team_id", client: "ti.client_id", importID: "ti.id",
                                                               jobID: "ti.job_id")
-        return try await plan(kind: TransferImportHandler.kind, spec: spec, uniqueKey: "transfer-import:\(importID)",
+        return try await plan(kind: TransferImportHandler.kind, spec: spec, priority: priority, uniqueKey: "transfer-import:\(importID)",
                               lock: PlanLock.transferImport(teamID: teamID, clientID: clientID), createdBy: createdBy) { jobID in
             """
             WITH picked AS (
