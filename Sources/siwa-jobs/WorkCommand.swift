@@ -70,6 +70,8 @@ enum WorkCommand: Command {
         var services: [any Service] = [
             WorkerService(worker: worker),
             LoopService(onStop: { listener.stop() }) { for await _ in listener.notifications() { worker.wake() } },
+            // A graceful stop ends every rate wait at once: those items are released, never sent.
+            LoopService(onStop: { wiring.budgets.stop() }) {},
         ]
         if arguments[progress] {
             let reader = ProgressReader(pool: wiring.pool)
