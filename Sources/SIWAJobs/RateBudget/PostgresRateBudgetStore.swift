@@ -6,9 +6,13 @@ import Postgres
 /// clock times everything (hosts may disagree about the time).
 public struct PostgresRateBudgetStore: RateBudgetStore {
     private let pool: PostgresPool
+    private let clock: (any WallClock)?
 
-    public init(pool: PostgresPool) {
+    /// - Parameter clock: nil (production): the database's clock; a test's clock drives the
+    ///   functions' `p_now` instead.
+    public init(pool: PostgresPool, clock: (any WallClock)? = nil) {
         self.pool = pool
+        self.clock = clock
     }
 
     /// `siwa.rate_budget_grant`. - Throws: `DatabaseError`.
@@ -17,7 +21,7 @@ public struct PostgresRateBudgetStore: RateBudgetStore {
             SELECT permits, wait_s, paused_s, rate FROM siwa.rate_budget_grant(
                 \(key.teamID)::text, \(key.endpoint.rawValue)::text, \(ceiling)::float8, \(want)::integer,
                 \(policy.grantWindow.seconds)::float8, \(policy.leastGrantFraction)::float8,
-                \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8)
+                \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8, \(clock?.now)::timestamptz)
             """)
         guard let row = rows.first else { throw DatabaseError(kind: .protocolViolation, message: "siwa.rate_budget_grant returned no row") }
         let permits: Int = try row.decode("permits")
@@ -35,7 +39,8 @@ public struct PostgresRateBudgetStore: RateBudgetStore {
             SELECT rate, paused_s, decreased FROM siwa.rate_budget_throttled(
                 \(key.teamID)::text, \(key.endpoint.rawValue)::text, \(ceiling)::float8, \(pause.seconds)::float8,
                 \(policy.decrease)::float8, \(policy.floor)::float8, \(policy.grantWindow.seconds)::float8,
-                \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8)
+                \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8,
+                \(clock?.now)::timestamptz)
             """)
         guard let row = rows.first else { throw DatabaseError(kind: .protocolViolation, message: "siwa.rate_budget_throttled returned no row") }
         return ThrottleReceipt(rate: try row.decode("rate"), pause: .seconds(fractional: try row.decode("paused_s")),
