@@ -73,12 +73,12 @@ mw_run() {
   wcpu=$(cat "$MW_WORK"/worker-*.out | python3 -c '
 import re, sys
 t = sys.stdin.read()
-print(f"{sum(float(x) for x in re.findall(r"cpu_(?:user|sys)_s=([0-9.]+)", t)):.1f}")')
+print("%.1f" % sum(float(x) for x in re.findall(r"cpu_(?:user|sys)_s=([0-9.]+)", t)))')
   local q
   q=$(psql -qtAF' ' -c "SELECT (SELECT count(*) FROM siwa.results WHERE job_id = $MW_JOB),
         (SELECT count(*) - count(DISTINCT item_id) FROM siwa.results WHERE job_id = $MW_JOB),
         (SELECT terminal FROM siwa.job_progress WHERE job_id = $MW_JOB),
-        (SELECT total FROM siwa.job_progress WHERE job_id = $MW_JOB)")
+        (SELECT items FROM siwa.job_progress WHERE job_id = $MW_JOB)")
   local match
   match=$("$bin" status --job "$MW_JOB" --sandbox "$SIWA_APPLE_BASE_URL" 2>/dev/null | grep -o 'MISMATCH\|MATCH' | tail -n1 || true)
   set -- $q

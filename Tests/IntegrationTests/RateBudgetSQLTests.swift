@@ -99,6 +99,22 @@ import TestSupport
         }
     }
 
+    @Test func a429AtTheHoldLowersTheLearnedLimitALittleOneUnderItLearnsItsRate() async throws {
+        try await withStore { store, clock, db in
+            func learned() async throws -> Double {
+                try await db.scalar("SELECT limit_rps FROM siwa.rate_budgets WHERE team_id = \(Self.key.teamID)")
+            }
+            _ = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)   // learns 100
+            clock.advance(by: .seconds(60))                     // held at 90
+            let atHold = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)
+            #expect(abs(try await learned() - 97) < 1e-6, "0.97 × 100, not the 90 it met")
+            #expect(abs(atHold.rate - 63) < 1e-6)
+            clock.advance(by: .seconds(3))                      // 1 s paused, 2 s of recovery: 63 + 10 = 73
+            _ = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)
+            #expect(abs(try await learned() - 73) < 1e-6, "well under the hold (87.3): the limit is lower")
+        }
+    }
+
     @Test func theFloorAndALoweredCeilingBoundTheRate() async throws {
         try await withStore { store, clock, db in
             for _ in 0..<20 {                                   // 429s, each after the last pause: never below 1/s
