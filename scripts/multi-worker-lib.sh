@@ -39,18 +39,14 @@ mw_sandbox() {
   export SIWA_APPLE_BASE_URL=$url
 }
 
-# Seeds $1 accounts (3% of them revoked in the sandbox's truth).
-mw_seed() { "$bin" seed --accounts "$1" --revoked-fraction 0.03 >/dev/null; }
+# Seeds $1 accounts of SIWA_CLIENT_ID (3% of them revoked in the sandbox's truth).
+mw_seed() { "$bin" seed --accounts "$1" --revoked-fraction 0.03 "${@:2}" >/dev/null; }
 
-# One validation of every account (at most $3 of them when given), drained by $1 worker
-# processes at concurrency $2 each; the rest of the arguments go to every worker.
+# One validation of every account of SIWA_CLIENT_ID, drained by $1 worker processes at
+# concurrency $2 each; the rest of the arguments go to every worker.
 mw_run() {
-  local n=$1 c=$2 limit=$3; shift 3
+  local n=$1 c=$2; shift 2
   psql -qtAc "UPDATE siwa.accounts SET token_checked_at = NULL, token_status = 'unknown'" >/dev/null
-  if [ -n "$limit" ]; then
-    psql -qtAc "UPDATE siwa.accounts SET token_checked_at = now() WHERE id NOT IN
-                (SELECT id FROM siwa.accounts ORDER BY id LIMIT $limit)" >/dev/null
-  fi
   psql -qtAc "VACUUM ANALYZE siwa.job_items" >/dev/null
   MW_JOB=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
   curl -fsS -X POST "$SIWA_APPLE_BASE_URL/__sandbox/reset-stats" >/dev/null
@@ -87,6 +83,7 @@ print("%.1f" % sum(float(x) for x in re.findall(r"cpu_(?:user|sys)_s=([0-9.]+)",
   MW_FIGURES="$MW_FIGURES cpu_s_postgres=$(python3 -c "print(f'{$pg1-$pg0:.1f}')") cores=$(nproc)"
   MW_ITEMS=$1
   # Each worker's own closing counts.
+  echo "job $MW_JOB ($n processes):" >> "$MW_WORK/summary.txt"
   for i in $(seq 1 "$n"); do
     grep -h '^worker:' "$MW_WORK/worker-$i.out" | sed "s/^/  bench-$i /" | cut -c1-160 >> "$MW_WORK/summary.txt" || true
   done
