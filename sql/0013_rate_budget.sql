@@ -106,13 +106,16 @@ END $$;
 -- force is kept), empties the bucket, and, unless the 429 came during a pause (the same burst,
 -- already counted), multiplies the rate by p_decrease (never below p_floor, nor above the
 -- ceiling) and learns the limit: the rate that met it; but when that rate was the hold itself
--- (p_knee x the limit already learned, within p_hold_s, down to p_relearn of it), only p_relearn
--- x that limit, so that 429s of passing bursts at the hold do not ratchet the limit down 10% each.
+-- (p_knee x the limit already learned, within p_hold_s, down to p_relearn of it) and the last
+-- 429 is older than p_relearn_after_s, only p_relearn x that limit: a 429 soon after the last
+-- says the hold is above the limit, one after a long quiet spell is more likely a passing burst,
+-- and such 429s must not ratchet the limit down 10% each.
 -- Answers the new rate, the pause in force and whether this 429 lowered the rate.
 CREATE FUNCTION siwa.rate_budget_throttled(
     p_team text, p_endpoint text, p_ceiling double precision, p_pause_s double precision, p_decrease double precision,
     p_floor double precision, p_window_s double precision, p_recovery double precision, p_knee double precision,
-    p_hold_s double precision, p_relearn double precision, p_now timestamptz DEFAULT NULL)
+    p_hold_s double precision, p_relearn double precision, p_relearn_after_s double precision,
+    p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (rate double precision, paused_s double precision, decreased boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -126,6 +129,7 @@ BEGIN
         b.limit_rps := CASE WHEN b.limit_rps IS NULL OR b.last_429_at <= now_ - make_interval(secs => p_hold_s)
                                  OR b.rate_rps > p_knee * b.limit_rps * 1.001                -- above the hold
                                  OR b.rate_rps < p_knee * b.limit_rps * p_relearn            -- well under it
+                                 OR b.last_429_at > now_ - make_interval(secs => p_relearn_after_s)   -- soon again
                             THEN b.rate_rps
                             ELSE greatest(b.rate_rps, p_relearn * b.limit_rps) END;
         b.rate_rps := least(b.ceiling_rps, greatest(p_floor, b.rate_rps * p_decrease));
@@ -159,7 +163,7 @@ BEGIN
                                double precision, double precision, double precision, timestamptz),
         siwa.rate_budget_throttled(text, text, double precision, double precision, double precision, double precision,
                                    double precision, double precision, double precision, double precision, double precision,
-                                   timestamptz)
+                                   double precision, timestamptz)
         TO siwa_worker;
     GRANT SELECT ON siwa.rate_budgets_status TO siwa_worker, siwa_dashboard;
 EXCEPTION WHEN undefined_object OR insufficient_privilege THEN

@@ -99,13 +99,20 @@ import TestSupport
         }
     }
 
-    @Test func a429AtTheHoldLowersTheLearnedLimitALittleOneUnderItLearnsItsRate() async throws {
+    @Test func a429AtTheHoldAfterAQuietSpellLowersTheLearnedLimitALittle() async throws {
         try await withStore { store, clock, db in
             func learned() async throws -> Double {
                 try await db.scalar("SELECT limit_rps FROM siwa.rate_budgets WHERE team_id = \(Self.key.teamID)")
             }
             _ = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)   // learns 100
-            clock.advance(by: .seconds(60))                     // held at 90
+            clock.advance(by: .seconds(20))                     // at the hold (90), soon after: the hold is too high
+            _ = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)
+            #expect(abs(try await learned() - 90) < 1e-6, "learned as met")
+            clock.advance(by: .seconds(5))                      // at the new hold (81) soon again: learned as met
+            _ = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)
+            #expect(abs(try await learned() - 81) < 1e-6)
+            _ = try await db.pool.execute("UPDATE siwa.rate_budgets SET limit_rps = 100")
+            clock.advance(by: .seconds(60))                     // held at 90 for a long while
             let atHold = try await store.throttled(Self.key, ceiling: 100, pause: .seconds(1), policy: policy)
             #expect(abs(try await learned() - 97) < 1e-6, "0.97 × 100, not the 90 it met")
             #expect(abs(atHold.rate - 63) < 1e-6)

@@ -40,7 +40,7 @@ public struct PostgresRateBudgetStore: RateBudgetStore {
                 \(key.teamID)::text, \(key.endpoint.rawValue)::text, \(ceiling)::float8, \(pause.seconds)::float8,
                 \(policy.decrease)::float8, \(policy.floor)::float8, \(policy.grantWindow.seconds)::float8,
                 \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8,
-                \(policy.relearn)::float8, \(clock?.now)::timestamptz)
+                \(policy.relearn)::float8, \(policy.relearnAfter.seconds)::float8, \(clock?.now)::timestamptz)
             """)
         guard let row = rows.first else { throw DatabaseError(kind: .protocolViolation, message: "siwa.rate_budget_throttled returned no row") }
         return ThrottleReceipt(rate: try row.decode("rate"), pause: .seconds(fractional: try row.decode("paused_s")),

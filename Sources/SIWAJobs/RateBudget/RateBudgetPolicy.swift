@@ -9,8 +9,9 @@
 /// - Then the rate recovers by `recoveryPerSecond` × the ceiling each second, up to `knee` × the
 ///   rate that met the last 429, where it holds until `hold` has passed without a 429; then it
 ///   recovers up to the ceiling again (and finds the limit anew if Apple still has one). A 429 met
-///   at the hold itself (a passing burst, or a limit lowered a little) lowers the learned limit
-///   to `relearn` of it only, so such 429s do not ratchet the rate down 10% each.
+///   at the hold itself more than `relearnAfter` after the last one (a passing burst, or a limit
+///   lowered a little) lowers the learned limit to `relearn` of it only, so such 429s do not
+///   ratchet the rate down 10% each; one sooner says the hold is too high and is learned as is.
 public struct RateBudgetPolicy: Sendable, Equatable {
     /// A grant is worth at most this much of the current rate: permits are fetched in batches of
     /// `rate × grantWindow` and spaced evenly over it. Default 200 ms.
@@ -32,9 +33,12 @@ public struct RateBudgetPolicy: Sendable, Equatable {
     /// How long the rate holds at the knee after the last 429 before recovering further.
     /// Default 300 s.
     public var hold: Duration
-    /// A 429 met at the hold (a rate from `relearn` × the hold up to the hold) learns this
-    /// fraction of the limit already learned instead of its own rate. Default 0.97.
+    /// A 429 met at the hold (a rate from `relearn` × the hold up to the hold), more than
+    /// `relearnAfter` after the last 429, learns this fraction of the limit already learned
+    /// instead of its own rate. Default 0.97.
     public var relearn: Double
+    /// See `relearn`. Default 30 s.
+    public var relearnAfter: Duration
     /// The pause after a 429 without a usable `Retry-After`. Default 1 s.
     public var defaultPause: Duration
     /// The longest shared pause a `Retry-After` may ask for (the item itself still waits the
@@ -47,7 +51,7 @@ public struct RateBudgetPolicy: Sendable, Equatable {
     public init(grantWindow: Duration = .milliseconds(200), grantLifetime: Duration = .milliseconds(300),
                 leastGrantFraction: Double = 0.25, decrease: Double = 0.7, floor: Double = 1,
                 recoveryPerSecond: Double = 0.05, knee: Double = 0.9, hold: Duration = .seconds(300), relearn: Double = 0.97,
-                defaultPause: Duration = .seconds(1), maxPause: Duration = .seconds(300), failuresBeforeGivingUp: Int = 3) {
+                relearnAfter: Duration = .seconds(30), defaultPause: Duration = .seconds(1), maxPause: Duration = .seconds(300), failuresBeforeGivingUp: Int = 3) {
         self.grantWindow = grantWindow
         self.grantLifetime = grantLifetime
         self.leastGrantFraction = leastGrantFraction
@@ -57,6 +61,7 @@ public struct RateBudgetPolicy: Sendable, Equatable {
         self.knee = knee
         self.hold = hold
         self.relearn = relearn
+        self.relearnAfter = relearnAfter
         self.defaultPause = defaultPause
         self.maxPause = maxPause
         self.failuresBeforeGivingUp = failuresBeforeGivingUp
