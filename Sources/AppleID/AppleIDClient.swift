@@ -12,18 +12,24 @@ public struct AppleIDClient: Sendable {
     public let secrets: ClientSecretProvider
     /// Per-request timeout, at least 10 s (apple-api.md §9: short timeouts fail).
     public let timeout: Duration
+    /// Awaited before each call to a `GatedEndpoint` and told its answer (the team's rate
+    /// budget); nil sends at once.
+    public let gate: (any RequestGate)?
     let clock: any WallClock
 
     /// - Parameters:
     ///   - baseURL: scheme and host (and port); a trailing `/` is removed.
     ///   - timeout: per request (default 15 s); raised to 10 s if lower.
     ///   - clock: turns an HTTP-date `Retry-After` into a duration (default the system clock).
+    ///   - gate: admits each call to `/auth/token`, `/auth/revoke` and `/auth/usermigrationinfo`
+    ///     (default none).
     public init(
         baseURL: String,
         transport: any HTTPTransport,
         secrets: ClientSecretProvider,
         timeout: Duration = .seconds(15),
-        clock: any WallClock = SystemClock()
+        clock: any WallClock = SystemClock(),
+        gate: (any RequestGate)? = nil
     ) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -32,6 +38,7 @@ public struct AppleIDClient: Sendable {
         self.secrets = secrets
         self.timeout = max(.seconds(10), timeout)
         self.clock = clock
+        self.gate = gate
     }
 
     /// The client ID sent as `client_id` (and the secret's `sub`).
@@ -63,7 +70,7 @@ public struct AppleIDClient: Sendable {
         guard hint == "refresh_token" || hint == "access_token" else {
             throw .configuration("token_type_hint must be refresh_token or access_token")
         }
-        let response = try await post("/auth/revoke", [("token", token), ("token_type_hint", hint)])
+        let response = try await post(.revoke, [("token", token), ("token_type_hint", hint)])
         if response.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return }
         _ = try parseObject(response)
     }
@@ -82,12 +89,13 @@ public struct AppleIDClient: Sendable {
     // MARK: - Shared plumbing
 
     func tokenRequest(_ fields: [(String, String)], requireAccessToken: Bool = true) async throws(AppleIDError) -> TokenResponse {
-        let response = try await post("/auth/token", fields)
+        let response = try await post(.token, fields)
         return try TokenResponse.parse(try parseObject(response), status: response.status, requireAccessToken: requireAccessToken)
     }
 
-    /// Form-POSTs `fields` plus `client_id` and `client_secret`, classifying non-2xx responses.
-    func post(_ path: String, _ fields: [(String, String)], bearer: String? = nil) async throws(AppleIDError) -> HTTPResponse {
+    /// Form-POSTs `fields` plus `client_id` and `client_secret` to `endpoint` once the gate
+    /// admits it, classifying non-2xx responses.
+    func post(_ endpoint: GatedEndpoint, _ fields: [(String, String)], bearer: String? = nil) async throws(AppleIDError) -> HTTPResponse {
         let secret: String
         do {
             secret = try secrets.secret()
@@ -97,17 +105,24 @@ public struct AppleIDClient: Sendable {
         var headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
         if let bearer { headers.append(("Authorization", "Bearer " + bearer)) }
         let body = FormEncoding.encode(fields + [("client_id", clientID), ("client_secret", secret)])
-        let request = HTTPRequest(method: "POST", url: baseURL + path, headers: headers, body: Array(body.utf8), timeout: timeout)
-        return try await send(request)
+        let request = HTTPRequest(method: "POST", url: baseURL + endpoint.rawValue, headers: headers, body: Array(body.utf8),
+                                  timeout: timeout)
+        return try await send(request, gated: endpoint)
     }
 
-    /// Sends `request`; returns 2xx responses and throws the classified error for the rest.
-    func send(_ request: HTTPRequest) async throws(AppleIDError) -> HTTPResponse {
+    /// Sends `request` (after the gate admits it, for a gated endpoint); returns 2xx responses
+    /// and throws the classified error for the rest.
+    func send(_ request: HTTPRequest, gated endpoint: GatedEndpoint? = nil) async throws(AppleIDError) -> HTTPResponse {
+        if let endpoint, let gate { try await gate.admit(endpoint) }
         let response: HTTPResponse
         do {
             response = try await transport.send(request)
         } catch {
             throw .transport(error)
+        }
+        if let endpoint, let gate {
+            await gate.observe(endpoint, status: response.status,
+                               retryAfter: RetryAfter.parse(response.header("Retry-After"), now: clock.now))
         }
         if let failure = ResponseClassifier.failure(for: response, now: clock.now) {
             if failure.appleError == "invalid_client" { secrets.invalidate() }  // next call mints afresh

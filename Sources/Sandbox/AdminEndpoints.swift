@@ -6,11 +6,13 @@ final class AdminEndpoints: Sendable {
     let model: SandboxModel
     let plan: FaultPlan
     let keys: SigningKeySet
+    let throttle: RateThrottle
 
-    init(model: SandboxModel, plan: FaultPlan, keys: SigningKeySet) {
+    init(model: SandboxModel, plan: FaultPlan, keys: SigningKeySet, throttle: RateThrottle = RateThrottle(defaultLimit: nil)) {
         self.model = model
         self.plan = plan
         self.keys = keys
+        self.throttle = throttle
     }
 
     func handle(_ req: HTTPServerRequest) -> HTTPServerResponse {
@@ -23,7 +25,12 @@ final class AdminEndpoints: Sendable {
             case ("GET", "/__sandbox/stats"): return try stats()
             case ("POST", "/__sandbox/reset-stats"):
                 model.resetStats()
+                throttle.resetCounters()
                 return .adminJSON("{\"ok\":true}")
+            case ("POST", "/__sandbox/rate-limit"): return try rateLimit(req.body)
+            case ("GET", "/__sandbox/rate"): return try rateReport()
+            case (_, "/__sandbox/rate-limit"): return .methodNotAllowed("POST")
+            case (_, "/__sandbox/rate"): return .methodNotAllowed("GET")
             case ("POST", "/__sandbox/faults"): return try faults(req.body)
             case ("POST", "/__sandbox/latency"): return try latency(req.body)
             case (_, "/__sandbox/teams"), (_, "/__sandbox/refresh-tokens"), (_, "/__sandbox/reset-stats"),

@@ -73,12 +73,16 @@ public struct SandboxConfiguration: Sendable, Equatable {
     /// but some real answers omit it (apple-api.md §2.3). RS256 signing is the sandbox's most expensive
     /// step (about 0.37 ms of CPU per token at 2048 bits), so turning it off raises refresh throughput.
     public var refreshIDToken: Bool
+    /// The per-team rate limit of `/auth/token`, `/auth/revoke` and `/auth/usermigrationinfo`
+    /// (each team its own token bucket; throttled requests get an immediate 429 with
+    /// `Retry-After`); nil: none. `POST /__sandbox/rate-limit` changes it at run time.
+    public var rateLimit: RateLimitSettings?
 
     /// Defaults: `127.0.0.1`, random port, no latency, no faults, 2 threads, unseeded, RSA-2048,
-    /// id_token on refresh.
+    /// id_token on refresh, no rate limit.
     public init(host: String = "127.0.0.1", port: UInt16 = 0, latency: LatencyDistribution = .none,
                 faults: FaultRates = FaultRates(), threads: Int = 2, seed: UInt64? = nil, rsaBits: Int = 2048,
-                refreshIDToken: Bool = true) {
+                refreshIDToken: Bool = true, rateLimit: RateLimitSettings? = nil) {
         self.host = host
         self.port = port
         self.latency = latency
@@ -87,5 +91,6 @@ public struct SandboxConfiguration: Sendable, Equatable {
         self.seed = seed
         self.rsaBits = rsaBits
         self.refreshIDToken = refreshIDToken
+        self.rateLimit = rateLimit
     }
 }

@@ -8,16 +8,18 @@ final class SandboxHandler: Sendable {
     let apple: AppleEndpoints
     let admin: AdminEndpoints
     let plan: FaultPlan
+    let throttle: RateThrottle
 
     /// Request body limits, bytes: Apple endpoints (Apple's real limit is unknown) and admin bulk loads.
     static let appleBodyLimit = 64 * 1024
     static let adminBodyLimit = 64 * 1024 * 1024
 
-    init(model: SandboxModel, apple: AppleEndpoints, plan: FaultPlan) {
+    init(model: SandboxModel, apple: AppleEndpoints, plan: FaultPlan, throttle: RateThrottle = RateThrottle(defaultLimit: nil)) {
         self.model = model
         self.apple = apple
         self.plan = plan
-        self.admin = AdminEndpoints(model: model, plan: plan, keys: apple.keySet)
+        self.throttle = throttle
+        self.admin = AdminEndpoints(model: model, plan: plan, keys: apple.keySet, throttle: throttle)
     }
 
     static func bodyLimit(path: String) -> Int {
@@ -38,6 +40,16 @@ final class SandboxHandler: Sendable {
         let isApple = req.path.hasPrefix("/auth/")
         let arrival: ContinuousClock.Instant? = isApple && model.requestLog.isOn ? .now : nil
         var decision = FaultDecision(fault: nil, delayMs: 0, retryAfterSeconds: 0)
+        let team = budgetedTeam(of: req)
+        let now = model.now
+        if let team, let retryAfter = throttle.refusal(team: team, now: now) {
+            // Throttled answers are immediate: no latency, no fault.
+            tally.throttled = true
+            tally.status = 429
+            model.counters.withLock { $0.apply(tally) }
+            throttle.record(team: team, status: 429, retryAfter: retryAfter, now: now)
+            return .answer(FaultResponses.response(for: .tooManyRequests, retryAfter: retryAfter))
+        }
         if isApple { decision = plan.decide() }
         let response: HTTPServerResponse
         if let fault = decision.fault, fault != .stall {
@@ -56,6 +68,10 @@ final class SandboxHandler: Sendable {
         tally.errorCode = response.errorCode
         model.counters.withLock { $0.apply(tally) }
         if let arrival { log(req, arrival: arrival, decision: decision, status: response.status) }
+        if let team {
+            throttle.record(team: team, status: response.status, retryAfter: response.header("Retry-After").flatMap { Int($0) },
+                            now: now)
+        }
         guard decision.delayMs > 0 else { return .answer(response) }
         return .delay(.microseconds(Int64((decision.delayMs * 1000).rounded())), response)
     }

@@ -70,7 +70,8 @@ public final class SandboxServer: Service {
         }
         let plan = FaultPlan(latency: configuration.latency, rates: configuration.faults, seed: configuration.seed)
         let apple = AppleEndpoints(model: model, signer: signer, refreshIDToken: configuration.refreshIDToken)
-        let handler = SandboxHandler(model: model, apple: apple, plan: plan)
+        let handler = SandboxHandler(model: model, apple: apple, plan: plan,
+                                     throttle: RateThrottle(defaultLimit: configuration.rateLimit))
         let http = HTTPServer(configuration: httpConfiguration(address: address), handler: .inline(handler.respond))
         let port: UInt16
         do {

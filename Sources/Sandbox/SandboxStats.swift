@@ -10,6 +10,8 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
     public var faults: [String: Int] = [:]
     /// Successful `/auth/revoke` calls (any token).
     public var revokes = 0
+    /// Requests answered 429 by the per-team rate limit (`RateLimitSettings`), not by a fault.
+    public var throttled = 0
     /// Requests whose client secret was accepted (cache hits included).
     public var clientSecretsVerified = 0
     /// Client secrets whose signature was actually checked (cache misses).
@@ -28,7 +30,7 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case requests, responses, errors, faults, revokes
+        case requests, responses, errors, faults, revokes, throttled
         case clientSecretsVerified = "client_secrets_verified"
         case clientSecretSignatureChecks = "client_secret_signature_checks"
         case bearerTokensMinted = "bearer_tokens_minted"
@@ -46,6 +48,7 @@ struct RequestTally {
     var errorCode: String?
     var fault: String?
     var revoked = false
+    var throttled = false
     var secretVerified = false
     var secretChecked = false
     var bearerMinted = false
@@ -64,6 +67,7 @@ extension SandboxStats {
         if let e = t.errorCode { errors[e, default: 0] += 1 }
         if let f = t.fault { faults[f, default: 0] += 1 }
         if t.revoked { revokes += 1 }
+        if t.throttled { throttled += 1 }
         if t.secretVerified { clientSecretsVerified += 1 }
         if t.secretChecked { clientSecretSignatureChecks += 1 }
         if t.bearerMinted { bearerTokensMinted += 1 }

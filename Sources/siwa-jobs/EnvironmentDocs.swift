@@ -15,7 +15,11 @@ enum EnvironmentDocs {
         EnvironmentVariable("SIWA_KEY_FILE | SIWA_PRIVATE_KEY", "the .p8 key: a path, or the PEM itself"),
     ]
     static let teamsFile = EnvironmentVariable(
-        "SIWA_TEAMS_FILE", "JSON list of teams ({team_id, key_id, key_file, client_ids}) for transfers between teams")
+        "SIWA_TEAMS_FILE", "JSON list of teams ({team_id, key_id, key_file, client_ids, optional rate_limit_rps}) for "
+            + "transfers between teams")
+    static let rateLimit = EnvironmentVariable(
+        "SIWA_APPLE_RATE_LIMIT", "Apple rate ceiling per team and endpoint, requests/s over all workers of the team, "
+            + "unless the teams file gives the team its rate_limit_rps (default 0 = unlimited: no rate budget)")
     static let tokenKey = [
         EnvironmentVariable("SIWA_TOKEN_KEY_FILE | SIWA_TOKEN_KEY",
                             "AES-256-GCM key for refresh tokens at rest: 64 hex chars or base64 of 32 bytes"),
@@ -35,5 +39,5 @@ enum EnvironmentDocs {
     static let user = EnvironmentVariable("USER", "recorded as created_by unless --created-by is given")
 
     /// Everything the worker reads.
-    static let worker = [database, appleBaseURL] + singleTeam + [teamsFile] + tokenKey + notifications + logging
+    static let worker = [database, appleBaseURL] + singleTeam + [teamsFile, rateLimit] + tokenKey + notifications + logging
 }

@@ -29,6 +29,13 @@ enum SandboxCommand: Command {
                                             help: "stall duration")
     static let faultHTML = probability("fault-html", "probability of a 502 with an HTML body")
     static let faultTruncated = probability("fault-truncated", "probability of a 200 with a truncated JSON body")
+    static let rateLimit = Declare.value("rate-limit", "RPS", .number(in: 0...1_000_000), default: 0,
+                                         help: "per-team limit of /auth/token, /auth/revoke and /auth/usermigrationinfo, "
+                                             + "requests/s (token bucket); throttled requests get 429 with Retry-After; 0 = none")
+    static let rateBurst = Declare.option("rate-burst", "N", .number(in: 1...10_000_000),
+                                          help: "with --rate-limit: the bucket's capacity, requests", defaultText: "a tenth of RPS, at least 1")
+    static let rateRetryAfter = Declare.value("rate-retry-after", "S", .integer(in: 0...86_400), default: 1,
+                                              help: "with --rate-limit: Retry-After seconds on throttled requests")
     static let threads = Declare.value("threads", "N", .integer(in: 1...64), default: defaults.threads,
                                        help: "libmicrohttpd worker threads")
     static let seed = Declare.option("seed", "N", .custom("an unsigned 64-bit integer") { UInt64($0) },
@@ -44,7 +51,8 @@ enum SandboxCommand: Command {
         discussion: "Faults and latency apply to the Apple endpoints (/auth/*) only, never to /__sandbox/*; at most one "
             + "fault per request, and the fault probabilities must sum to at most 1.",
         options: [host, port, latencyMs, latencyJitterMs, latency, fault5xx, fault429, retryAfter, faultReset, faultStall,
-                  stallSeconds, faultHTML, faultTruncated, threads, seed, rsaBits, refreshIDToken])
+                  stallSeconds, faultHTML, faultTruncated, rateLimit, rateBurst, rateRetryAfter, threads, seed, rsaBits,
+                  refreshIDToken])
 
     static var usesDatabase: Bool { false }
     static var checksLogging: Bool { false }
@@ -72,6 +80,12 @@ enum SandboxCommand: Command {
             serverError: arguments[fault5xx], tooManyRequests: arguments[fault429], retryAfterSeconds: arguments[retryAfter],
             connectionReset: arguments[faultReset], stall: arguments[faultStall], stallSeconds: arguments[stallSeconds].seconds,
             htmlError: arguments[faultHTML], truncatedJSON: arguments[faultTruncated])
+        if arguments[rateLimit] > 0 {
+            config.rateLimit = RateLimitSettings(rps: arguments[rateLimit], burst: arguments[rateBurst],
+                                                 retryAfterSeconds: arguments[rateRetryAfter])
+        } else if arguments[rateBurst] != nil {
+            throw arguments.usageError("--rate-burst: requires --rate-limit")
+        }
         let jitter = arguments[latencyJitterMs]
         if let fixed = arguments[latencyMs] {
             if arguments[latency] != nil { throw arguments.usageError("--latency: cannot be combined with --latency-ms") }

@@ -12,6 +12,8 @@ struct WorkerWiring {
     let pool: PostgresPool
     let transport: CurlTransport
     let registry: AppleClientRegistry
+    /// Every team's shared Apple rate budget (README "Apple's rate budget").
+    let budgets: RateBudgets
     let handlers: [any JobHandler]
     /// Kinds this process cannot run, with why (a drain with their work due exits 78 naming them).
     let unavailableKinds: [String: String]
@@ -28,7 +30,9 @@ struct WorkerWiring {
         do {
             try await SchemaPreflight.check(pool: pool, clock: clock)
             let transport = CurlTransport()
-            let registry = try configuration.appleClientRegistry(transport: transport, clock: clock)
+            let budgets = RateBudgets(ceilings: try configuration.appleRateCeilings(), store: PostgresRateBudgetStore(pool: pool),
+                                      clock: clock, logger: logger)
+            let registry = try configuration.appleClientRegistry(transport: transport, clock: clock, gate: budgets.gate(teamID:))
             var handlers: [any JobHandler] = [NoopHandler()]
             var unavailable: [String: String] = [:]
             if configuration.hasSingleTeamCredentials {
@@ -45,7 +49,7 @@ struct WorkerWiring {
                 TransferExportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
                 TransferImportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
             ]
-            return WorkerWiring(pool: pool, transport: transport, registry: registry, handlers: handlers,
+            return WorkerWiring(pool: pool, transport: transport, registry: registry, budgets: budgets, handlers: handlers,
                                 unavailableKinds: unavailable)
         } catch {
             await pool.close()
@@ -79,8 +83,9 @@ struct WorkerWiring {
         ]
     }
 
-    /// Closes the pool and stops the transport's thread.
+    /// Ends the rate budgets' waits, closes the pool and stops the transport's thread.
     func close() async {
+        await budgets.shutdown()
         await pool.close()
         transport.shutdown()
     }

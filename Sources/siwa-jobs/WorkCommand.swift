@@ -74,6 +74,8 @@ enum WorkCommand: Command {
             concurrency: configuration.concurrency, kinds: handlers.map(\.kind), settings: heartbeat, pool: wiring.pool,
             context: context, logger: logger, load: Registration.load(of: worker))]
         if let listening = Registration.listener(waking: worker, settings: listen, logger: logger) { services.append(listening) }
+        // A graceful stop ends every rate wait at once: those items are released, never sent.
+        services.append(LoopService(onStop: { wiring.budgets.stop() }) {})
         if arguments[progress] {
             let reader = ProgressReader(pool: wiring.pool)
             let clock = context.clock

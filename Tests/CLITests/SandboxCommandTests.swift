@@ -43,6 +43,16 @@ import Testing
         #expect(try configuration(["--host", "localhost"]).host == "127.0.0.1")
     }
 
+    @Test func rateLimitFlags() throws {
+        #expect(try configuration([]).rateLimit == nil)
+        #expect(try configuration(["--rate-limit", "250"]).rateLimit == RateLimitSettings(rps: 250, burst: 25, retryAfterSeconds: 1))
+        #expect(try configuration(["--rate-limit", "250", "--rate-burst", "100", "--rate-retry-after", "3"]).rateLimit
+            == RateLimitSettings(rps: 250, burst: 100, retryAfterSeconds: 3))
+        #expect(try configuration(["--rate-limit", "0"]).rateLimit == nil)
+        #expect(throws: UsageError.self) { try configuration(["--rate-burst", "10"]) }
+        #expect(throws: UsageError.self) { try configuration(["--rate-limit", "-5"]) }
+    }
+
     @Test(arguments: [
         (["--latency-ms", "50"], LatencyDistribution.fixed(50)),
         (["--latency-ms", "0"], .none),

@@ -12,7 +12,7 @@ import Testing
 @Suite(.serialized) struct RolesTests {
     /// The views the README documents for dashboards.
     static let dashboardViews = ["job_progress", "job_outcomes", "token_health", "account_summary", "transfer_status",
-                                 "email_changes", "notification_summary", "accounts_to_delete"]
+                                 "email_changes", "notification_summary", "accounts_to_delete", "rate_budgets_status"]
 
     /// A LOGIN role that is a member of `group` only, dropped by `dropLogins`.
     static func login(memberOf group: String, on db: TestDatabase) async throws -> String {
@@ -59,6 +59,7 @@ import Testing
         func env(_ role: String) -> [String: String] {
             var env = world.environment
             env["PGUSER"] = role
+            env["SIWA_APPLE_RATE_LIMIT"] = "5000"   // the worker's rate budget runs under its role too
             return env
         }
 
@@ -73,6 +74,8 @@ import Testing
         let row = try #require(progress.first)
         #expect(try row.decode("terminal", as: Int.self) == 40)
         #expect(try row.decode("valid", as: Int.self) == truth.valid && row.decode("invalid", as: Int.self) == truth.revoked)
+        let granted: Int = try await db.scalar("SELECT coalesce(sum(permits_granted), 0)::int FROM siwa.rate_budgets")
+        #expect(granted >= 40, "the validation's calls took permits of the rate budget")
         let status = try await BinaryProcess.run(["status", "--job", "\(jobID)"], environment: env(worker))
         #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
 

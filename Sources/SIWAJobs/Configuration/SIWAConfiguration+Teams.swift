@@ -75,18 +75,7 @@ extension SIWAConfiguration {
 
     /// `teamsFile(_:)` with each credential's entry index.
     func teamsFileEntries(_ path: String) throws(ConfigurationError) -> [(index: Int, credentials: AppleCredentials)] {
-        let data = Data(try Self.readBytes(path, what: "SIWA_TEAMS_FILE", setting: nil))
-        let entries: [TeamEntry]
-        do {
-            if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "[") {
-                entries = try JSONDecoder().decode([TeamEntry].self, from: data)
-            } else {
-                entries = try JSONDecoder().decode(TeamEntry.Wrapped.self, from: data).teams
-            }
-        } catch {
-            throw ConfigurationError("SIWA_TEAMS_FILE '\(path)': expected [{\"team_id\", \"key_id\", \"key_file\", "
-                + "\"client_ids\": [...]}] or {\"teams\": [...]} (\(Self.describe(error)))")
-        }
+        let entries = try Self.decodeTeamsFile(path)
         guard !entries.isEmpty else {
             throw ConfigurationError("SIWA_TEAMS_FILE '\(path)' lists no team: add at least one entry, or unset SIWA_TEAMS_FILE")
         }
@@ -119,6 +108,21 @@ extension SIWAConfiguration {
         return out
     }
 
+    /// The teams file's entries as written, unchecked beyond their JSON shape.
+    /// - Throws: `ConfigurationError` naming the file, the entry and the field.
+    static func decodeTeamsFile(_ path: String) throws(ConfigurationError) -> [TeamEntry] {
+        let data = Data(try readBytes(path, what: "SIWA_TEAMS_FILE", setting: nil))
+        do {
+            if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "[") {
+                return try JSONDecoder().decode([TeamEntry].self, from: data)
+            }
+            return try JSONDecoder().decode(TeamEntry.Wrapped.self, from: data).teams
+        } catch {
+            throw ConfigurationError("SIWA_TEAMS_FILE '\(path)': expected [{\"team_id\", \"key_id\", \"key_file\", "
+                + "\"client_ids\": [...]}] or {\"teams\": [...]} (\(describe(error)))")
+        }
+    }
+
     /// What is wrong with the file's JSON, naming the entry and field as the README writes them
     /// (`teams[1].client_ids[0]`), never Swift's `Index 1`.
     static func describe(_ error: any Error) -> String {
@@ -146,6 +150,7 @@ extension SIWAConfiguration {
     private static func expected(_ type: Any.Type, at key: (any CodingKey)?) -> String {
         switch type {
         case is String.Type: return "a string"
+        case is Double.Type: return "a number"
         case is [Any].Type: return key?.stringValue == "client_ids" ? "a list of strings" : "a list of team entries"
         default: return "an object"
         }
@@ -158,6 +163,8 @@ struct TeamEntry: Decodable {
     var key_id: String
     var key_file: String
     var client_ids: [String]
+    /// The team's Apple rate ceiling, requests/s (see `SIWAConfiguration.appleRateCeilings()`).
+    var rate_limit_rps: Double?
 
     struct Wrapped: Decodable { var teams: [TeamEntry] }
 }

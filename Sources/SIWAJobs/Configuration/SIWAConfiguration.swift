@@ -15,6 +15,7 @@ import SIWACore
 /// | `SIWA_TEAM_ID`, `SIWA_KEY_ID`, `SIWA_CLIENT_ID` | team ID, key ID (`kid`) and client ID |
 /// | `SIWA_KEY_FILE` or `SIWA_PRIVATE_KEY` | the `.p8` key: a path, or the PEM itself (literal `\n` allowed) |
 /// | `SIWA_TEAMS_FILE` | more teams, for transfers (`allCredentials()`) |
+/// | `SIWA_APPLE_RATE_LIMIT` | default Apple rate ceiling per team, requests/s; 0 = unlimited (`appleRateCeilings()`) |
 /// | `SIWA_TOKEN_KEY_FILE` or `SIWA_TOKEN_KEY` | 32-byte AES key (64 hex chars or base64) for refresh tokens at rest |
 /// | `SIWA_TOKEN_KEY_ID` | id stored with each ciphertext; default `k1` |
 /// | `SIWA_TOKEN_KEYS_PREVIOUS` | older keys for rotation: `id:key,id:key` |
