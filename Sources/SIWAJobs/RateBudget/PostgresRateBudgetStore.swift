@@ -21,9 +21,10 @@ public struct PostgresRateBudgetStore: RateBudgetStore {
             SELECT permits, wait_s, paused_s, rate FROM siwa.rate_budget_grant(
                 \(key.teamID)::text, \(key.endpoint.rawValue)::text, \(ceiling)::float8, \(want)::integer,
                 \(policy.grantWindow.seconds)::float8, \(policy.leastGrantFraction)::float8,
-                \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8, \(clock?.now)::timestamptz)
+                \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8,
+                \(clock?.now)::timestamptz)
             """)
-        guard let row = rows.first else { throw DatabaseError(kind: .protocolViolation, message: "siwa.rate_budget_grant returned no row") }
+        guard let row = rows.first else { throw Self.noRow("siwa.rate_budget_grant") }
         let permits: Int = try row.decode("permits")
         let rate: Double = try row.decode("rate")
         if permits > 0 { return .permits(permits, rate: rate) }
@@ -42,8 +43,12 @@ public struct PostgresRateBudgetStore: RateBudgetStore {
                 \(policy.recoveryPerSecond)::float8, \(policy.knee)::float8, \(policy.hold.seconds)::float8,
                 \(policy.relearn)::float8, \(policy.relearnAfter.seconds)::float8, \(clock?.now)::timestamptz)
             """)
-        guard let row = rows.first else { throw DatabaseError(kind: .protocolViolation, message: "siwa.rate_budget_throttled returned no row") }
+        guard let row = rows.first else { throw Self.noRow("siwa.rate_budget_throttled") }
         return ThrottleReceipt(rate: try row.decode("rate"), pause: .seconds(fractional: try row.decode("paused_s")),
                                decreased: try row.decode("decreased"))
+    }
+
+    private static func noRow(_ function: String) -> DatabaseError {
+        DatabaseError(kind: .protocolViolation, message: "\(function) returned no row")
     }
 }

@@ -50,8 +50,9 @@ public struct RateBudgetPolicy: Sendable, Equatable {
 
     public init(grantWindow: Duration = .milliseconds(200), grantLifetime: Duration = .milliseconds(300),
                 leastGrantFraction: Double = 0.25, decrease: Double = 0.7, floor: Double = 1,
-                recoveryPerSecond: Double = 0.05, knee: Double = 0.9, hold: Duration = .seconds(300), relearn: Double = 0.97,
-                relearnAfter: Duration = .seconds(30), defaultPause: Duration = .seconds(1), maxPause: Duration = .seconds(300), failuresBeforeGivingUp: Int = 3) {
+                recoveryPerSecond: Double = 0.05, knee: Double = 0.9, hold: Duration = .seconds(300),
+                relearn: Double = 0.97, relearnAfter: Duration = .seconds(30), defaultPause: Duration = .seconds(1),
+                maxPause: Duration = .seconds(300), failuresBeforeGivingUp: Int = 3) {
         self.grantWindow = grantWindow
         self.grantLifetime = grantLifetime
         self.leastGrantFraction = leastGrantFraction
