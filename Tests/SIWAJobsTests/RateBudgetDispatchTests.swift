@@ -86,7 +86,10 @@ import TestSupport
         let budget = RateBudget.testing(store, clock: clock)
         let admissions = Admissions()
         let tasks = (0..<3).map { _ in admissions.admit(budget) }
-        try await until("three waiting on an empty bucket") { store.wants == [3] && clock.sleeperCount >= 1 }
+        // The dispatcher asked the store (for 1 to 3 permits, depending on how many had arrived) and
+        // now sleeps on the empty bucket; any admission not yet waiting meets the stop instead.
+        try await until("the dispatcher sleeping on an empty bucket") { !store.wants.isEmpty && clock.sleeperCount >= 1 }
+        #expect(store.wants.reduce(0, +) <= 3)
         budget.stop()
         for task in tasks { await task.value }
         await admissions.admit(budget).value
