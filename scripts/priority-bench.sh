@@ -21,35 +21,29 @@ CONCURRENCY=${CONCURRENCY:-256}
 LATENCY_MS=${LATENCY_MS:-50}
 LARGE=${LARGE:-100000}
 SMALL=${SMALL:-1000}
-pgdir=${PG_DIR:-/tmp/siwa-bench-pg}
-work=$(mktemp -d /tmp/siwa-priority.XXXXXX)
+MW_PGDIR=${PG_DIR:-/tmp/siwa-bench-pg}
+MW_PGPORT=${PG_PORT:-54332}
+MW_DB=siwa_priority_bench
+MW_WORK=$(mktemp -d /tmp/siwa-priority.XXXXXX)
+work=$MW_WORK
+. scripts/multi-worker-lib.sh
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() {
+  for pid in "${pids[@]}" $(cat "$work"/*.pid 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+  mw_cleanup
+}
 trap cleanup EXIT
 
-scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "$pgdir" "${PG_PORT:-54332}")"
-export PGHOST PGPORT PGUSER
-export PGDATABASE=siwa_priority_bench
-unset DATABASE_URL
-psql -d postgres -qc "DROP DATABASE IF EXISTS siwa_priority_bench WITH (FORCE)" -qc "CREATE DATABASE siwa_priority_bench" >/dev/null
-swift build -c release 2>&1 | grep -E "error|warning:" || true
-bin=$(swift build -c release --show-bin-path)/siwa-jobs
-[ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
-"$bin" migrate >/dev/null
-"$bin" keygen --out "$work/AuthKey_PRIOKEY001.p8" >/dev/null
-"$bin" keygen --token-key > "$work/token.key"
-export SIWA_TEAM_ID=PRIOTEAM01 SIWA_KEY_ID=PRIOKEY001 SIWA_CLIENT_ID=com.example.priority
-export SIWA_KEY_FILE="$work/AuthKey_PRIOKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
-export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
+mw_setup
 q() { psql -qtAc "$1"; }
 
-# Starts `siwa-jobs $@` in the background, its stdout in $work/$name.out; waits for "listening on"
-# and prints the URL.
+# Starts `siwa-jobs $@` in the background, its stdout in $work/$name.out and its pid in
+# $work/$name.pid (it runs in a command substitution's subshell); waits for "listening on" and
+# prints the URL.
 serve() {
   local name=$1; shift
   "$bin" "$@" > "$work/$name.out" 2> "$work/$name.err" &
-  pids+=($!)
+  echo $! > "$work/$name.pid"
   for _ in $(seq 1 200); do grep -q "listening on" "$work/$name.out" 2>/dev/null && break; sleep 0.1; done
   local url
   url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -n1)
@@ -57,10 +51,10 @@ serve() {
   echo "$url"
 }
 
-sandbox=$(serve sandbox sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off)
-export SIWA_APPLE_BASE_URL=$sandbox
+mw_sandbox --latency-ms "$LATENCY_MS"
+sandbox=$SIWA_APPLE_BASE_URL
 echo "== seeding $((ACCOUNTS + SWEEP)) accounts (sandbox at $sandbox, latency ${LATENCY_MS} ms)"
-"$bin" seed --accounts "$((ACCOUNTS + SWEEP))" --revoked-fraction 0.03 >/dev/null
+mw_seed "$((ACCOUNTS + SWEEP))"
 q "UPDATE siwa.accounts SET deleted_at = now() WHERE id IN (SELECT id FROM siwa.accounts ORDER BY id DESC LIMIT $SWEEP)" >/dev/null
 validation=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
 receiver=$(serve receiver notifications serve --port 0)
