@@ -53,6 +53,7 @@ mw_run() {
   local pg0 sb0 pids=() i
   pg0=$(python3 scripts/cpu-seconds.py --postgres "$MW_PGDIR/data")
   sb0=$(python3 scripts/cpu-seconds.py --pid "$mw_sandbox_pid")
+  rm -f "$MW_WORK"/worker-*.out "$MW_WORK"/worker-*.log   # the CPU sum reads every worker-*.out: no stale runs
   MW_T0=$(date +%s.%N)
   for i in $(seq 1 "$n"); do
     "$bin" work --drain --stats --concurrency "$c" --worker-id "bench-$i" "$@" \
