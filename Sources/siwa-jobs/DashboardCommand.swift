@@ -38,7 +38,8 @@ enum DashboardCommand: Command {
         let pool = PostgresPool(configuration: context.configuration.postgres, size: arguments[poolSize])
         let reader = DashboardReader(pool: pool)
         let dashboard = Dashboard(reader: reader, bearerToken: token, refreshSeconds: arguments[refresh], logger: logger)
-        let server = dashboard.server(host: bindHost, port: UInt16(try arguments.required(port)), clock: context.clock)
+        let bindPort = try arguments.required(port)
+        let server = dashboard.server(host: bindHost, port: UInt16(bindPort), clock: context.clock)
         let bound: UInt16
         do {
             try await reader.check()

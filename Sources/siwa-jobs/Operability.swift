@@ -5,6 +5,7 @@ import Lifecycle
 import Metrics
 import MicroHTTP
 import Queue
+import SIWACore
 import SIWAJobs
 
 /// What the long-running commands add for operators: Prometheus metrics (`--metrics-port`, and

@@ -28,7 +28,7 @@ public struct Dashboard: Sendable {
     /// The server (not started).
     public func server(host: String, port: UInt16, clock: any WallClock) -> HTTPServer {
         let configuration = HTTPServer.Configuration(host: host, port: port, threads: 2, connectionLimit: 128,
-                                                     bodyLimit: 0, gracePeriod: .seconds(2), clock: clock)
+                                                     bodyLimit: 1024, gracePeriod: .seconds(2), clock: clock)
         return HTTPServer(configuration: configuration, handler: .async { request in .answer(await self.handle(request)) })
     }
 

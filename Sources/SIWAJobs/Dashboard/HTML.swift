@@ -9,11 +9,11 @@ public struct HTML: Sendable, Equatable, ExpressibleByStringInterpolation, Custo
         markup = value
     }
 
-    public init(stringInterpolation: Interpolation) {
+    public init(stringInterpolation: StringInterpolation) {
         markup = stringInterpolation.markup
     }
 
-    public struct Interpolation: StringInterpolationProtocol {
+    public struct StringInterpolation: StringInterpolationProtocol {
         var markup = ""
 
         public init(literalCapacity: Int, interpolationCount: Int) {

@@ -13,7 +13,7 @@ public enum MetricsEndpoint {
     public static func server(host: String, port: UInt16, clock: any WallClock,
                               render: @escaping @Sendable () async -> String) -> HTTPServer {
         let configuration = HTTPServer.Configuration(host: host, port: port, threads: 1, connectionLimit: 64,
-                                                     bodyLimit: 0, gracePeriod: .seconds(2), clock: clock)
+                                                     bodyLimit: 1024, gracePeriod: .seconds(2), clock: clock)
         return HTTPServer(configuration: configuration, handler: .async { request in
             .answer(await answer(request, render: render))
         })

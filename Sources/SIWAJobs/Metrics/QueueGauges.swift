@@ -44,7 +44,8 @@ public struct QueueGauges: Sendable {
         var oldest: [String: Double] = [:]
         for row in rows {
             let kind: String = try row.decode("kind")
-            let labels = [("kind", kind), ("priority", "\(try row.decode("priority", as: Int.self))")]
+            let priority: Int = try row.decode("priority")
+            let labels = [("kind", kind), ("priority", "\(priority)")]
             due.samples.append(.init(labels: labels, value: Double(try row.decode("due", as: Int64.self))))
             scheduled.samples.append(.init(labels: labels, value: Double(try row.decode("scheduled", as: Int64.self))))
             leased.samples.append(.init(labels: labels, value: Double(try row.decode("leased", as: Int64.self))))
@@ -64,7 +65,9 @@ public struct QueueGauges: Sendable {
         var paused = MetricFamily("siwa_rate_budget_paused", .gauge, help: "1 while a Retry-After pauses the team's calls")
         var throttled = MetricFamily("siwa_rate_budget_429_total", .counter, help: "429 answers the team's budget has recorded")
         for row in rows {
-            let labels = [("team_id", try row.decode("team_id", as: String.self)), ("endpoint", try row.decode("endpoint", as: String.self))]
+            let team: String = try row.decode("team_id")
+            let endpoint: String = try row.decode("endpoint")
+            let labels = [("team_id", team), ("endpoint", endpoint)]
             rate.samples.append(.init(labels: labels, value: try row.decode("rate", as: Double.self)))
             ceiling.samples.append(.init(labels: labels, value: try row.decode("ceiling", as: Double.self)))
             learned.samples.append(.init(labels: labels, value: try row.decode("learned", as: Double.self)))

@@ -14,18 +14,19 @@ enum OpsTools {
     }
 
     /// Runs `tool arguments`, feeding `input` on stdin; waits at most `timeout`.
-    /// - Returns: the exit status and stdout + stderr.
+    /// - Returns: the exit status, stdout, and stdout + stderr (for messages).
     static func run(_ tool: String, _ arguments: [String], input: String = "", timeout: Duration = .seconds(90)) async throws
-        -> (status: Int32, output: String) {
+        -> (status: Int32, stdout: String, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
-        let stdin = Pipe(), out = Pipe()
+        let stdin = Pipe(), out = Pipe(), err = Pipe()
         process.standardInput = stdin
         process.standardOutput = out
-        process.standardError = out
+        process.standardError = err
         let buffer = OutputBuffer()
         out.fileHandleForReading.readabilityHandler = { h in buffer.append(stdout: h.availableData) }
+        err.fileHandleForReading.readabilityHandler = { h in buffer.append(stderr: h.availableData) }
         try process.run()
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()
@@ -39,13 +40,16 @@ enum OpsTools {
             try await Task.sleep(for: .milliseconds(20))
         }
         out.fileHandleForReading.readabilityHandler = nil
+        err.fileHandleForReading.readabilityHandler = nil
         buffer.append(stdout: out.fileHandleForReading.readDataToEndOfFile())
-        return (process.terminationStatus, buffer.stdout)
+        buffer.append(stderr: err.fileHandleForReading.readDataToEndOfFile())
+        return (process.terminationStatus, buffer.stdout, buffer.stdout + buffer.stderr)
     }
 
     /// `promtool check metrics` on `text` (it reads the exposition from stdin; lint problems fail it too).
     static func checkMetrics(_ text: String) async throws -> (status: Int32, output: String) {
-        try await run(try require("promtool", package: "prometheus"), ["check", "metrics"], input: text)
+        let result = try await run(try require("promtool", package: "prometheus"), ["check", "metrics"], input: text)
+        return (result.status, result.output)
     }
 
     /// The DOM of `url` after headless Chromium loaded it (scripts would have run by then).
@@ -54,7 +58,7 @@ enum OpsTools {
         let result = try await run(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                                               "--no-first-run", "--user-data-dir=\(profile.path)", "--dump-dom", url])
         guard result.status == 0 else { throw TestFailure("chromium --dump-dom \(url) exited \(result.status): \(result.output.suffix(800))") }
-        return result.output
+        return result.stdout
     }
 
     /// GET `path` on 127.0.0.1:`port` (off the cooperative pool: RawHTTP blocks its thread).
