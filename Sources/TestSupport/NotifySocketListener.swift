@@ -15,7 +15,7 @@ public final class NotifySocketListener: @unchecked Sendable {   // the fd is on
     /// - Throws: `NotifySocketError` when the socket cannot be bound.
     public init(path: String? = nil) throws {
         let address = path ?? "@siwa-notify-\(UUID().uuidString)"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw NotifySocketError(message: "socket: \(String(cString: strerror(errno)))") }
         var sa = sockaddr_un()
         sa.sun_family = sa_family_t(AF_UNIX)
@@ -32,6 +32,7 @@ public final class NotifySocketListener: @unchecked Sendable {   // the fd is on
             throw NotifySocketError(message: "bind \(address): \(why)")
         }
         self.address = address
+        self.fd = fd
     }
 
     deinit { close(fd) }
@@ -64,5 +65,6 @@ public final class NotifySocketListener: @unchecked Sendable {   // the fd is on
 
 public struct NotifySocketError: Error, CustomStringConvertible {
     public let message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }

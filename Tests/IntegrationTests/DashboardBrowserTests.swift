@@ -42,21 +42,22 @@ import TestSupport
         let profile = world.directory.appendingPathComponent("chromium-profile")
 
         var doms: [String: String] = [:]
-        for (path, title) in Self.pages + [("/jobs/\(job.id)", "Job \(job.id)")] {
+        for (path, title) in Self.pages + [("/jobs/\(job.jobID)", "Job \(job.jobID)")] {
             let dom = try await OpsTools.dumpDOM("http://127.0.0.1:\(port)\(path)", profile: profile)
             #expect(dom.contains("<title>\(title) · siwa-jobs</title>"), "\(path): \(dom.prefix(600))")
             #expect(dom.contains("<h1>\(title)</h1>"), "\(path)")
-            #expect(!dom.contains("pwned"), "\(path): the hostile user id ran")
-            #expect(dom.range(of: "<script", options: .caseInsensitive) == nil, "\(path): a script element is in the DOM")
+            // Had the hostile id run, the title and the body would read "pwned".
+            #expect(!dom.contains("<title>pwned") && !dom.contains("<body>pwned"), "\(path): the hostile user id ran")
+            #expect(!dom.lowercased().contains("<script"), "\(path): a script element is in the DOM")
             doms[path] = dom
         }
 
         // The jobs page: the job, done, with its progress bar full.
         let jobs = try #require(doms["/"])
-        #expect(jobs.contains("href=\"/jobs/\(job.id)\"") && jobs.contains("data-done=\"30\" data-total=\"30\""), "\(jobs)")
+        #expect(jobs.contains("href=\"/jobs/\(job.jobID)\"") && jobs.contains("data-done=\"30\" data-total=\"30\""), "\(jobs)")
         // The job page: the outcome chart holds 24 valid and 6 invalid, the error chart 6 invalid_grant,
         // and the hostile id is shown as text.
-        let page = try #require(doms["/jobs/\(job.id)"])
+        let page = try #require(doms["/jobs/\(job.jobID)"])
         #expect(page.contains("<svg id=\"outcomes\""))
         #expect(page.contains("data-label=\"valid\" data-value=\"24\""), "\(page)")
         #expect(page.contains("data-label=\"invalid\" data-value=\"6\""), "\(page)")
@@ -66,7 +67,7 @@ import TestSupport
         let tokens = try #require(doms["/tokens"])
         #expect(tokens.contains("data-series=\"valid\" data-value=\"24\"") && tokens.contains("data-series=\"invalid\" data-value=\"6\""),
                 "\(tokens)")
-        #expect(try #require(doms["/notifications"]).contains("email-disabled"))
+        #expect(doms["/notifications"]?.contains("email-disabled") == true)
 
         for (path, dom) in doms {
             for token in seeded.tokens {
