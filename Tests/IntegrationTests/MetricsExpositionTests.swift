@@ -43,7 +43,7 @@ import TestSupport
         #expect(text.contains(#"siwa_apple_call_duration_seconds_bucket{endpoint="token",le="+Inf"} 30"#))
         #expect(text.contains("siwa_jobs_items_in_flight 0"))
         #expect(text.contains("siwa_metrics_database_up 1"))
-        #expect(text.contains(#"siwa_rate_budget_ceiling_rps{team_id="TEAMA12345",endpoint="token"} 1000"#), "\(text)")
+        #expect(text.contains(#"siwa_rate_budget_ceiling_rps{team_id="TEAMA12345",endpoint="/auth/token"} 1000"#), "\(text)")
         #expect(text.contains(#"siwa_jobs_last_success_timestamp_seconds{kind="refresh-validation"} "#))
         Self.expectNoSecrets(text, world: world)
 
