@@ -80,7 +80,7 @@ import TestSupport
         }
         dashboard.signal(SIGTERM)
         #expect(await dashboard.wait(timeout: .seconds(30)) == 0, "\(dashboard.stderr.suffix(800))")
-        try await world.database.pool.execute(SQL(unsafeSQL: "DROP OWNED BY \(login); DROP ROLE \(login)"))
+        try await world.database.pool.withConnection { conn in try await conn.simpleQuery(unsafeSQL: "DROP OWNED BY \(login); DROP ROLE \(login)") }
         await world.tearDown()
     }
 
