@@ -3,7 +3,7 @@
 #   throwaway PostgreSQL -> migrate -> sandbox -> seed 2,000 accounts (4% revoked) -> 14 days of
 #   earlier validation verdicts (synthetic results, for the token-health history) -> today's
 #   validation drained for real -> a second job left waiting -> `siwa-jobs dashboard` -> screenshots.
-# One account's external_user_id is a <script> tag: the job page shows it as text.
+# One account's external_user_id is a <script> tag: the job page shows it as text (first row).
 # Output: $OUT (default /tmp/siwa-dashboard-screenshots)/job.png and tokens.png (and jobs.png).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +38,6 @@ pids+=($!)
 for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
 "$bin" seed --accounts 2000 --revoked-fraction 0.04 >/dev/null
-psql -qX -c "UPDATE siwa.accounts SET external_user_id = '<script>document.title=''pwned''</script>'
-             WHERE id = (SELECT min(id) FROM siwa.accounts)" >/dev/null
 
 # 14 earlier nights: finished validation jobs with synthetic verdicts (results only, no items).
 psql -qX >/dev/null <<SQL
@@ -59,6 +57,9 @@ SQL
 out=$("$bin" enqueue refresh-validation)
 job=$(echo "$out" | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
 "$bin" work --drain --concurrency 64 2> "$work/worker.log" >/dev/null || true
+# A hostile app user id on one of today's invalid verdicts: the job page shows it as text.
+psql -qX -c "UPDATE siwa.accounts SET external_user_id = '<script>document.title=''pwned''</script>'
+             WHERE id = (SELECT max(account_id) FROM siwa.results WHERE job_id = $job AND outcome = 'invalid')" >/dev/null
 "$bin" enqueue noop --items 500 >/dev/null   # a job still waiting: 0 % on the jobs page
 
 "$bin" dashboard --port 0 > "$work/dashboard.out" 2> "$work/dashboard.err" &

@@ -76,7 +76,7 @@ public enum DashboardPages {
         let cells: [[HTML]] = rows.map { r in
             let items = int(r, "items"), done = int(r, "terminal")
             let state = r["job_state"] ?? ""
-            let speed = state == "running" ? rateAndETA(done: done, total: items, elapsedSeconds: double(r, "elapsed_s")) : nil
+            let speed = rateAndETA(done: done, total: items, elapsedSeconds: double(r, "elapsed_s"))
             let rate: HTML = speed.map { "\(String(format: "%.1f", $0.rate))/s" } ?? "–"
             let eta: HTML = state == "completed" ? "done" : speed.map { "\($0.eta)" } ?? "–"
             let job = r["job_id"] ?? ""
@@ -122,7 +122,7 @@ public enum DashboardPages {
         let summary: HTML = """
             <p>\(job["kind"]) · <span class="state-\(state)">\(state)</span> · priority \(job["priority"]) · \
             \(SVGCharts.progress(done: done, total: items, width: 320)) · \(done) of \(items) done, \(job["running"]) leased, \
-            \(job["available"]) waiting\(speed.map { " · \(String(format: "%.1f", $0.rate)) items/s · ETA \($0.eta)" as HTML } ?? "")</p>\
+            \(job["available"]) waiting\(speed.map { " · \(String(format: "%.1f", $0.rate)) items/s · ETA \(state == "completed" ? "done" : $0.eta)" as HTML } ?? "")</p>\
             \(job["paused_reason"].map { "<p class=\"warn\">paused: \($0)</p>" as HTML } ?? "")
             """
         let errorRows: [[HTML]] = errors.map { e in

@@ -19,6 +19,7 @@ public enum SVGCharts {
 
     /// A progress bar `done` of `total` (a job's terminal items), with its percentage as text.
     public static func progress(done: Int, total: Int, width: Int = 220) -> HTML {
+        guard total > 0 else { return "<span class=\"empty\">no items</span>" }
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 0
         let filled = Int((Double(width) * fraction).rounded())
         let percent = String(format: "%.1f%%", fraction * 100)
@@ -54,7 +55,7 @@ public enum SVGCharts {
     public static func stackedColumns(days: [(String, [Double])], series: [(String, String)], id: String,
                                       height: Int = 180) -> HTML {
         guard !days.isEmpty else { return "<p class=\"empty\">nothing to chart yet</p>" }
-        let column = 26
+        let column = 40
         let top = max(days.map { $0.1.reduce(0, +) }.max() ?? 0, 1)
         let plot = Double(height - 30)
         let columns: [HTML] = days.enumerated().map { index, day in
@@ -62,11 +63,14 @@ public enum SVGCharts {
             let segments: [HTML] = zip(day.1, series).map { value, s in
                 let h = plot * value / top
                 y -= h
-                return "<rect x=\"\(index * column + 4)\" y=\"\(format(y))\" width=\"\(column - 6)\" height=\"\(format(h))\" fill=\"\(s.1)\" data-series=\"\(s.0)\" data-value=\"\(format(value))\"/>"
+                return """
+                    <rect x="\(index * column + 4)" y="\(format(y))" width="\(column - 8)" height="\(format(h))" fill="\(s.1)" \
+                    data-series="\(s.0)" data-value="\(format(value))"><title>\(day.0) \(s.0): \(format(value))</title></rect>
+                    """
             }
             return """
                 <g class="day" data-day="\(day.0)">\(segments)<text x="\(index * column + 4)" y="\(height - 6)" \
-                font-size="9">\(String(day.0.suffix(5)))</text></g>
+                font-size="10">\(String(day.0.suffix(5)))</text></g>
                 """
         }
         let legend: [HTML] = series.map { "<span class=\"key\" style=\"background:\($0.1)\"></span>\($0.0) " }
