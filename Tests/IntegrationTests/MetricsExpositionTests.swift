@@ -55,6 +55,12 @@ import TestSupport
         try await Self.expectPromtoolAccepts(second, "second textfile")
         #expect(!second.contains("siwa_jobs_items_total{"), "the second run finished no item")
         #expect(lastSuccess.map { second.contains($0) } == true, "the last success was not carried over: \(second)")
+
+        // A file that cannot be written is a configuration error before any work.
+        let nowhere = world.directory.appendingPathComponent("missing/siwa-jobs.prom").path
+        let refused = try await BinaryProcess.run(["work", "--drain", "--metrics-file", nowhere], environment: world.environment)
+        #expect(refused.status == 78, "\(refused.stdout) \(refused.stderr.suffix(800))")
+        #expect((refused.stdout + refused.stderr).contains("--metrics-file"), "\(refused.stdout) \(refused.stderr.suffix(800))")
         await world.tearDown()
     }
 
