@@ -93,7 +93,8 @@ enum WorkCommand: Command {
         }
         let slots = configuration.concurrency
         if let notify = Operability.systemd(context, logger: logger, status: {
-            "working: \(worker.itemsInFlight) items in flight, concurrency \(slots)"
+            let done = worker.acceptedByKind.values.reduce(0) { $0 + ($1[.succeeded] ?? 0) + ($1[.failed] ?? 0) + ($1[.discarded] ?? 0) }
+            return "working: \(worker.itemsInFlight) items in flight (concurrency \(slots)), \(done) finished"
         }) { services.append(notify) }
         if arguments[progress] {
             let reader = ProgressReader(pool: wiring.pool)
