@@ -32,13 +32,15 @@ let package = Package(
         .target(name: "SIWACrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         // Everything Apple: client secret, HTTP transport (libcurl), REST client, error classes.
         .target(name: "AppleID", dependencies: ["SIWACore", "Clocks", "SIWACrypto", "CCurl"], swiftSettings: strict),
+        // Prometheus text exposition, lock-free counters and histograms, the atomic textfile write.
+        .target(name: "Metrics", swiftSettings: strict),
         // The files of sql/, compiled in at build time by the EmbedSQL plugin (no copy checked in).
         .target(name: "EmbeddedSQL", swiftSettings: strict, plugins: ["EmbedSQL"]),
         // Generic durable queue on PostgreSQL and the worker supervisor, with its own migration
         // group. Knows nothing about Apple.
         .target(name: "Queue", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Postgres", "EmbeddedSQL"], swiftSettings: strict),
         // The job kinds, their migration group, seeding and reports.
-        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "MicroHTTP", "EmbeddedSQL"], swiftSettings: strict),
+        .target(name: "SIWAJobs", dependencies: ["SIWACore", "Clocks", "Lifecycle", "Queue", "AppleID", "Postgres", "SIWACrypto", "MicroHTTP", "EmbeddedSQL", "Metrics"], swiftSettings: strict),
         // The one HTTP server (libmicrohttpd): the notification receiver and the sandbox serve on it.
         .target(name: "MicroHTTP", dependencies: ["Clocks", "Lifecycle", "CMicroHTTPD"], swiftSettings: strict),
         // A faithful local stand-in for appleid.apple.com, served by MicroHTTP.
@@ -46,7 +48,7 @@ let package = Package(
         // The CLI.
         .executableTarget(
             name: "siwa-jobs",
-            dependencies: ["Commands", "SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP"],
+            dependencies: ["Commands", "SIWACore", "Clocks", "Lifecycle", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "Metrics"],
             swiftSettings: strict
         ),
 
@@ -66,11 +68,11 @@ let package = Package(
         .testTarget(name: "AppleIDTests", dependencies: ["TestSupport", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "LifecycleTests", dependencies: ["TestSupport", "Lifecycle", "Clocks"], swiftSettings: strict),
         .testTarget(name: "MicroHTTPTests", dependencies: ["TestSupport", "MicroHTTP", "Lifecycle", "Clocks"], swiftSettings: strict),
-        .testTarget(name: "SIWAJobsTests", dependencies: ["TestSupport", "SIWAJobs", "AppleID", "Queue", "Clocks"], swiftSettings: strict),
+        .testTarget(name: "SIWAJobsTests", dependencies: ["TestSupport", "SIWAJobs", "AppleID", "Queue", "Clocks", "Metrics", "Lifecycle"], swiftSettings: strict),
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "MicroHTTP", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["TestSupport", "Clocks", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "EmbeddedSQL"],
+            dependencies: ["TestSupport", "Clocks", "SIWAJobs", "Queue", "AppleID", "Postgres", "SIWACrypto", "Sandbox", "MicroHTTP", "EmbeddedSQL", "Metrics"],
             swiftSettings: strict
         ),
     ]

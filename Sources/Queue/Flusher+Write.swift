@@ -74,10 +74,17 @@ extension Flusher {
     /// Counts what the statement wrote (by item and attempt); a completion it did not write lost
     /// its lease meanwhile.
     private func accept(_ completions: [Completion], written: [Int64: Int]) {
+        let now = clock.now
         let superseded = outcome.withLock { o -> Int in
             var lost = 0
             for c in completions {
-                if written[c.item.id] == c.item.attempt { o.accepted[c.tally, default: 0] += 1 } else { lost += 1 }
+                if written[c.item.id] == c.item.attempt {
+                    o.accepted[c.tally, default: 0] += 1
+                    o.acceptedByKind[c.kind, default: [:]][c.tally, default: 0] += 1
+                    if c.tally == .succeeded { o.lastSuccess[c.kind] = now }
+                } else {
+                    lost += 1
+                }
             }
             o.superseded += lost
             return lost

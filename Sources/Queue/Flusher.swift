@@ -28,6 +28,10 @@ final class Flusher: Sendable {
     /// What the database accepted, and what it did not.
     struct Outcome {
         var accepted: [CompletionTally: Int] = [:]
+        /// `accepted` by kind, for metrics.
+        var acceptedByKind: [String: [CompletionTally: Int]] = [:]
+        /// When a succeeded completion of each kind last committed, for metrics.
+        var lastSuccess: [String: Date] = [:]
         var unwritten = 0
         var superseded = 0
         var fatal: DatabaseError?

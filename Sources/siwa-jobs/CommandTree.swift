@@ -24,6 +24,7 @@ enum CommandTree {
         .group("token", abstract: "identity tokens and notification JWTs", [TokenVerifyCommand.self]),
         .command(WorkCommand.self),
         .command(WorkersCommand.self),
+        .command(DashboardCommand.self),
         .command(StatusCommand.self),
         .group("job", abstract: "operator actions on one job", [JobResumeCommand.self, JobCancelCommand.self, JobPriorityCommand.self]),
         .group("transfer", abstract: "app transfer between teams (README: Team transfer runbook)", [

@@ -36,8 +36,8 @@ enum NotificationsServeCommand: Command {
         discussion: "Each payload is stored before 200 is answered, and planned for processing by 'siwa-jobs work'. "
             + "GET /healthz answers while the process runs, GET /readyz when the database answers too.",
         options: [port, host, path, threads, poolSize, databaseTimeout, maxConnections, maxConnectionsPerIP, idleTimeout]
-            + Registration.options,
-        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging + Registration.environment)
+            + Registration.options + Operability.serverOptions,
+        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging + Registration.environment + Operability.environment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let bindPort = try arguments.required(port)
@@ -58,13 +58,19 @@ enum NotificationsServeCommand: Command {
         let limits = NotificationReceiver.ConnectionLimits(
             total: arguments[maxConnections], perAddress: arguments[maxConnectionsPerIP],
             idleTimeout: .seconds(arguments[idleTimeout]))
+        let metrics = ReceiverMetrics()
         let server = receiver.server(host: arguments[host], port: UInt16(bindPort), threads: arguments[threads],
-                                     limits: limits, clock: context.clock)
+                                     limits: limits, clock: context.clock, observe: metrics.record(status:))
         let bound: UInt16
+        let metricsServer: HTTPServer?
         do {
             try await SchemaPreflight.check(pool: planningPool, clock: context.clock)
             do { bound = try server.start() } catch { throw ServiceUnavailable(what: "notifications serve", error: error) }
+            metricsServer = try Operability.metricsServer(arguments, context: context, logger: logger) {
+                metrics.render(inFlight: server.inFlight)
+            }
         } catch {
+            server.stopNow()
             await close()
             throw error
         }
@@ -90,7 +96,12 @@ enum NotificationsServeCommand: Command {
             around: receiving, command: "notifications serve", workerID: Registration.processID(), concurrency: arguments[threads],
             kinds: [], settings: heartbeat, pool: planningPool, context: context, logger: logger,
             load: { WorkerLoad(inFlight: server.inFlight) })
-        _ = try await ServiceGroup(services: [registered], configuration: .init(
+        let listenHost = arguments[Self.host]
+        let notify = Operability.systemd(context, logger: logger) {
+            "receiving on \(listenHost):\(bound), \(server.inFlight) requests in flight"
+        }
+        let services: [any Service] = [registered] + [metricsServer as (any Service)?, notify].compactMap { $0 }
+        _ = try await ServiceGroup(services: services, configuration: .init(
             gracePeriod: NotificationReceiver.gracePeriod + .seconds(timeout + 15), clock: context.clock,
             onSignal: { signo in logger.info("signal received: stopping gracefully", ["signal": "\(signo)"]) })).run()
         await close()

@@ -11,6 +11,8 @@ import SIWAJobs
 struct WorkerWiring {
     let pool: PostgresPool
     let transport: CurlTransport
+    /// Every Apple call of this process, counted for `--metrics-port` / `--metrics-file`.
+    let appleCalls: AppleCallMetrics
     let registry: AppleClientRegistry
     /// Every team's shared Apple rate budget (README "Apple's rate budget").
     let budgets: RateBudgets
@@ -30,9 +32,10 @@ struct WorkerWiring {
         do {
             try await SchemaPreflight.check(pool: pool, clock: clock)
             let transport = CurlTransport()
+            let appleCalls = AppleCallMetrics()
             let budgets = RateBudgets(ceilings: try configuration.appleRateCeilings(), store: PostgresRateBudgetStore(pool: pool),
                                       clock: clock, logger: logger)
-            let registry = try configuration.appleClientRegistry(transport: transport, clock: clock, gate: budgets.gate(teamID:))
+            let registry = try configuration.appleClientRegistry(transport: appleCalls.instrument(transport), clock: clock, gate: budgets.gate(teamID:))
             var handlers: [any JobHandler] = [NoopHandler()]
             var unavailable: [String: String] = [:]
             if configuration.hasSingleTeamCredentials {
@@ -49,7 +52,7 @@ struct WorkerWiring {
                 TransferExportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
                 TransferImportHandler(pool: pool, registry: registry, tokens: tokens, clock: clock),
             ]
-            return WorkerWiring(pool: pool, transport: transport, registry: registry, budgets: budgets, handlers: handlers,
+            return WorkerWiring(pool: pool, transport: transport, appleCalls: appleCalls, registry: registry, budgets: budgets, handlers: handlers,
                                 unavailableKinds: unavailable)
         } catch {
             await pool.close()

@@ -48,8 +48,9 @@ enum WorkCommand: Command {
             + "unavailable, retries left beyond the drain horizon, or a drain stopped by a signal with work left; 78 a job "
             + "is paused for a configuration error, or work is due whose kind this worker has no credentials for.",
         options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, retryBudget,
-                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats] + Registration.options,
-        environment: EnvironmentDocs.worker + Registration.environment + Registration.listenEnvironment)
+                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats] + Registration.options
+            + Operability.serverOptions + [Operability.metricsFile],
+        environment: EnvironmentDocs.worker + Registration.environment + Registration.listenEnvironment + Operability.environment)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         var configuration = try workerConfiguration(arguments)
@@ -76,6 +77,25 @@ enum WorkCommand: Command {
         if let listening = Registration.listener(waking: worker, settings: listen, logger: logger) { services.append(listening) }
         // A graceful stop ends every rate wait at once: those items are released, never sent.
         services.append(LoopService(onStop: { wiring.budgets.stop() }) {})
+        let metrics = WorkerMetrics(worker: worker, apple: wiring.appleCalls, gauges: QueueGauges(pool: wiring.pool))
+        let metricsFile = arguments[Operability.metricsFile].map { MetricsFileWriter(path: $0, metrics: metrics) }
+        do {
+            try await metricsFile?.write()
+            if let server = try Operability.metricsServer(arguments, context: context, logger: logger,
+                                                          render: { await metrics.render() }) { services.append(server) }
+        } catch {
+            await wiring.close()
+            throw error
+        }
+        if let metricsFile {
+            let clock = context.clock
+            services.append(LoopService { await metricsFile.loop(clock: clock, logger: logger) })
+        }
+        let slots = configuration.concurrency
+        if let notify = Operability.systemd(context, logger: logger, status: {
+            let done = worker.acceptedByKind.values.reduce(0) { $0 + ($1[.succeeded] ?? 0) + ($1[.failed] ?? 0) + ($1[.discarded] ?? 0) }
+            return "working: \(worker.itemsInFlight) items in flight (concurrency \(slots)), \(done) finished"
+        }) { services.append(notify) }
         if arguments[progress] {
             let reader = ProgressReader(pool: wiring.pool)
             let clock = context.clock
@@ -90,6 +110,9 @@ enum WorkCommand: Command {
         let started = context.clock.now
         _ = try await group.run()
         let elapsed = context.clock.now.timeIntervalSince(started)
+        if let metricsFile {
+            do { try await metricsFile.write() } catch { logger.error("metrics file not written at exit", ["error": "\(error)"]) }
+        }
         await wiring.close()
         guard let report = worker.lastReport else { throw CommandFailure("worker: stopped without a report") }
         // The closing log line: the worker's counts and the exit status decided here.

@@ -74,13 +74,18 @@ public struct NotificationReceiver: Sendable {
     ///   - threads: libmicrohttpd threads.
     ///   - limits: connection caps and the idle timeout.
     ///   - clock: times the grace period.
+    ///   - observe: told each answer's status (metrics).
     public func server(host: String, port: UInt16, threads: Int = 2, limits: ConnectionLimits = ConnectionLimits(),
-                       clock: any WallClock) -> HTTPServer {
+                       clock: any WallClock, observe: @escaping @Sendable (Int) -> Void = { _ in }) -> HTTPServer {
         let configuration = HTTPServer.Configuration(
             host: host, port: port, threads: threads, connectionLimit: limits.total, connectionsPerIP: limits.perAddress,
             idleTimeout: limits.idleTimeout, listenBacklog: Self.listenBacklog, bodyLimit: Self.bodyLimit,
             gracePeriod: Self.gracePeriod, clock: clock)
-        return HTTPServer(configuration: configuration, handler: .async { request in .answer(await self.handle(request)) })
+        return HTTPServer(configuration: configuration, handler: .async { request in
+            let response = await self.handle(request)
+            observe(response.status)
+            return .answer(response)
+        })
     }
 
     /// Answers one request (see the type's documentation).
