@@ -51,11 +51,12 @@ extension SIWAConfiguration {
     }
 
     /// The permission bits of `path` when group or others have any (`mode & 0o077 != 0`); nil for
-    /// a private file, standard input (`-`), or a file that cannot be examined.
+    /// a private file, standard input (`-`), anything but a regular file, or a file that cannot be
+    /// examined.
     static func insecureMode(of path: String) -> mode_t? {
         guard path != "-" else { return nil }
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }   // a directory: the read says so
         let mode = info.st_mode & 0o777
         return mode & 0o077 != 0 ? mode : nil
     }
