@@ -50,6 +50,7 @@ export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 sandbox_pid=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
+export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 
 # One database and one team per side, seeded once.
 setup_side() {   # $1 = side (old|new), $2 = binary
@@ -57,7 +58,7 @@ setup_side() {   # $1 = side (old|new), $2 = binary
   PGOPTIONS="-c client_min_messages=warning" psql -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" -qc "CREATE DATABASE $db" >/dev/null
   PGDATABASE=$db "$bin" migrate >/dev/null
   "$bin" keygen --out "$work/AuthKey_KEY${side^^}0001.p8" >/dev/null 2>&1 || "$new_bin" keygen --out "$work/AuthKey_KEY${side^^}0001.p8" >/dev/null
-  "$new_bin" keygen --token-key > "$work/token_$side.key"
+  "$new_bin" keygen --token-key --out "$work/token_$side.key" >/dev/null
   side_env "$side"
   PGDATABASE=$db "$bin" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
 }

@@ -68,13 +68,14 @@ done
 
 echo "== workload 2: validation against the sandbox (latency ${LATENCY_MS} ms, $ACCOUNTS accounts)"
 "$bin" keygen --out "$work/AuthKey_BENCHKEY01.p8" >/dev/null
-"$bin" keygen --token-key > "$work/token.key"
+"$bin" keygen --token-key --out "$work/token.key" >/dev/null
 export SIWA_TEAM_ID=BENCHTEAM1 SIWA_KEY_ID=BENCHKEY01 SIWA_CLIENT_ID=com.example.bench
 export SIWA_KEY_FILE="$work/AuthKey_BENCHKEY01.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
 "$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off > "$work/sandbox.out" 2> "$work/sandbox.err" &
 sandbox_pid=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
+export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 "$bin" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
 for c in $CONCURRENCIES; do
   # Each run validates every account again: make them due.

@@ -29,7 +29,7 @@ swift build -c release 2>&1 | grep -E "error|warning:" || true
 bin=$(swift build -c release --show-bin-path)/siwa-jobs
 [ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
 "$bin" keygen --out "$work/AuthKey_CHAOSKEY01.p8" >/dev/null
-"$bin" keygen --token-key > "$work/token.key"
+"$bin" keygen --token-key --out "$work/token.key" >/dev/null
 export SIWA_TEAM_ID=CHAOSTEAM1 SIWA_KEY_ID=CHAOSKEY01 SIWA_CLIENT_ID=com.example.chaos
 export SIWA_KEY_FILE="$work/AuthKey_CHAOSKEY01.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
 export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
@@ -47,9 +47,10 @@ for seed in $SEEDS; do
   url=$(grep -o 'http://[0-9.:]*' "$work/sandbox-$seed.out" | head -n1)
   [ -n "$url" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox-$seed.err" >&2; exit 1; }
   export SIWA_APPLE_BASE_URL=$url
+  export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
   "$bin" seed --accounts "$ITEMS" --revoked-fraction "$REVOKED" >/dev/null
   job=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
-  curl -fsS -X POST "$url/__sandbox/reset-stats" >/dev/null
+  curl -fsS -X POST -H "Content-Type: application/json" "$url/__sandbox/reset-stats" >/dev/null
   start=$(date +%s.%N)
   set +e
   "$bin" work --drain --concurrency "$CONCURRENCY" > "$work/worker-$seed.out" 2> "$work/worker-$seed.log"

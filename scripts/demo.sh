@@ -33,7 +33,7 @@ bin=$(swift build -c release --show-bin-path)/siwa-jobs
 echo "== 3. migrate and generate a team key"
 "$bin" migrate
 "$bin" keygen --out "$work/AuthKey_DEMOKEY001.p8" >/dev/null
-"$bin" keygen --token-key > "$work/token.key"
+"$bin" keygen --token-key --out "$work/token.key" >/dev/null
 export SIWA_TEAM_ID=DEMOTEAM01 SIWA_KEY_ID=DEMOKEY001 SIWA_CLIENT_ID=com.example.demo
 export SIWA_KEY_FILE="$work/AuthKey_DEMOKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
 export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
@@ -45,6 +45,7 @@ for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null
 url=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
 [ -n "$url" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox.err" >&2; exit 1; }
 export SIWA_APPLE_BASE_URL=$url
+export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 echo "sandbox at $url"
 "$bin" doctor
 

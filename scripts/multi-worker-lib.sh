@@ -22,7 +22,7 @@ mw_setup() {
   [ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
   "$bin" migrate >/dev/null
   "$bin" keygen --out "$MW_WORK/AuthKey_SCALEKEY01.p8" >/dev/null
-  "$bin" keygen --token-key > "$MW_WORK/token.key"
+  "$bin" keygen --token-key --out "$MW_WORK/token.key" >/dev/null
   export SIWA_TEAM_ID=SCALETEAM1 SIWA_KEY_ID=SCALEKEY01 SIWA_CLIENT_ID=com.example.scale
   export SIWA_KEY_FILE="$MW_WORK/AuthKey_SCALEKEY01.p8" SIWA_TOKEN_KEY_FILE="$MW_WORK/token.key"
   export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=${SIWA_LOG_LEVEL:-warning}
@@ -37,6 +37,7 @@ mw_sandbox() {
   url=$(grep -o 'http://[0-9.:]*' "$MW_WORK/sandbox.out" | head -n1)
   [ -n "$url" ] || { echo "sandbox did not start" >&2; cat "$MW_WORK/sandbox.err" >&2; exit 1; }
   export SIWA_APPLE_BASE_URL=$url
+  export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 }
 
 # Seeds $1 accounts of SIWA_CLIENT_ID (3% of them revoked in the sandbox's truth).
@@ -49,7 +50,7 @@ mw_run() {
   psql -qtAc "UPDATE siwa.accounts SET token_checked_at = NULL, token_status = 'unknown'" >/dev/null
   psql -qtAc "VACUUM ANALYZE siwa.job_items" >/dev/null
   MW_JOB=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
-  curl -fsS -X POST "$SIWA_APPLE_BASE_URL/__sandbox/reset-stats" >/dev/null
+  curl -fsS -X POST -H "Content-Type: application/json" "$SIWA_APPLE_BASE_URL/__sandbox/reset-stats" >/dev/null
   local pg0 sb0 pids=() i
   pg0=$(python3 scripts/cpu-seconds.py --postgres "$MW_PGDIR/data")
   sb0=$(python3 scripts/cpu-seconds.py --pid "$mw_sandbox_pid")

@@ -1,10 +1,15 @@
 import CCurl
 import Clocks
+import SIWACore
 
 extension CurlEngine {
     /// Applies the request's URL, method, headers, body and timeout to a (reset) easy handle.
+    /// Only `https`, or `http` to a loopback address (`Loopback`), may be fetched
+    /// (`CURLOPT_PROTOCOLS_STR`; anything else is `CURLE_UNSUPPORTED_PROTOCOL` before a byte is
+    /// sent), and loopback traffic never goes through a proxy (`noProxy`).
     func configure(_ easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) -> CURLcode {
         let request = transfer.request
+        guard let protocols = Self.allowedProtocol(for: request.url) else { return CURLE_UNSUPPORTED_PROTOCOL }
         let timeoutMS = Int(max(1, min(request.timeout.seconds, 3600)) * 1000)
         let userdata = Unmanaged.passUnretained(transfer).toOpaque()
         var headerList: UnsafeMutablePointer<curl_slist>?
@@ -13,6 +18,8 @@ extension CurlEngine {
         transfer.headerList = headerList
         var steps: [CURLcode] = [
             ccurl_easy_setopt_str(easy, CURLOPT_URL, request.url),
+            ccurl_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, protocols),
+            ccurl_easy_setopt_str(easy, CURLOPT_NOPROXY, noProxy),
             ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
             ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS),
             ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
@@ -38,6 +45,15 @@ extension CurlEngine {
             }
         }
         return steps.first { $0 != CURLE_OK } ?? CURLE_OK
+    }
+
+    /// `"https"` for an https URL, `"http"` for plain http to a loopback address, else nil.
+    static func allowedProtocol(for url: String) -> String? {
+        if url.utf8.count > 8, url.prefix(8).lowercased() == "https://" { return "https" }
+        guard let (scheme, host) = Loopback.schemeAndHost(of: url), scheme == "http", Loopback.isLoopback(host: host) else {
+            return nil
+        }
+        return "http"
     }
 
     /// The response of a finished transfer.

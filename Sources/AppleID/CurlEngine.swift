@@ -21,6 +21,9 @@ final class CurlEngine: @unchecked Sendable {
     private let idCounter = Atomic<Int>(0)
     private let exited = DispatchSemaphore(value: 0)
     let caBundlePath: String?
+    /// `CURLOPT_NOPROXY`: loopback addresses never go through a proxy (`http_proxy`,
+    /// `https_proxy`), then whatever `no_proxy` / `NO_PROXY` lists (the option replaces them).
+    let noProxy: String
     private let maxIdleHandles = 128
     // Loop-thread state.
     private var active: [Int: CurlTransfer] = [:]
@@ -31,6 +34,8 @@ final class CurlEngine: @unchecked Sendable {
         guard Self.globalInit, let multi = curl_multi_init() else { return nil }
         self.multi = multi
         self.caBundlePath = caBundlePath
+        let listed = [getenv("no_proxy"), getenv("NO_PROXY")].compactMap { $0.map { String(cString: $0) } }.filter { !$0.isEmpty }
+        self.noProxy = (["127.0.0.0/8", "::1"] + listed.prefix(1)).joined(separator: ",")
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maxConnectionsPerHost))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
     }

@@ -7,11 +7,14 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include "deadline.h"
 
 /* MHD_start_daemon is variadic: fixed-shape wrapper for the option set the sandbox uses.
    Binds to one IPv4 address (network byte order), port in host order (0 = kernel picks).
    timeout_seconds: a connection idle that long is closed (0 = never); per_ip_limit: connections
-   at once from one address (0 = no limit). */
+   at once from one address (0 = no limit); reaper: a whole-request deadline (deadline.h), or NULL
+   for none (the application's `completed` is then called by the reaper's, after it restarts the
+   connection's phase). */
 static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, uint32_t ipv4_be,
                                             MHD_AccessHandlerCallback handler, void *cls,
                                             MHD_RequestCompletedCallback completed, void *ccls,
@@ -19,13 +22,20 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                                             unsigned int thread_pool_size,
                                             unsigned int timeout_seconds,
                                             unsigned int listen_backlog,
-                                            unsigned int per_ip_limit) {
+                                            unsigned int per_ip_limit,
+                                            struct cmhd_reaper *reaper) {
     struct sockaddr_in addr;
     __builtin_memset(&addr, 0, sizeof(addr));
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = ipv4_be;
     /* MHD copies the address while binding inside MHD_start_daemon, so a stack address is fine. */
+    MHD_NotifyConnectionCallback notify = NULL;
+    if (reaper != NULL) {
+        notify = cmhd_reaper_notify;
+        completed = cmhd_reaper_completed;
+        ccls = reaper;
+    }
     if (thread_pool_size > 1) {
         return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
                                 MHD_OPTION_NOTIFY_COMPLETED, completed, ccls,
@@ -35,6 +45,7 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                                 MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
+                                MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)reaper,
                                 MHD_OPTION_END);
     }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
@@ -44,6 +55,7 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)reaper,
                             MHD_OPTION_END);
 }
 

@@ -21,6 +21,11 @@ extension HTTPServer {
         /// (`MHD_OPTION_CONNECTION_TIMEOUT`): idle keep-alive connections, and requests whose
         /// headers or body stopped arriving. Zero: never. Default 60 s.
         public var idleTimeout: Duration
+        /// How long a connection has to deliver a complete request and have it answered, from
+        /// its opening or from its previous answer; past it the connection is cut (`shutdown(2)`)
+        /// however steadily the client trickles bytes, which the idle timeout cannot see. Covers
+        /// idle keep-alive time too. Zero (the default): no deadline.
+        public var requestDeadline: Duration = .zero
         /// The `listen(2)` backlog. Default 512.
         public var listenBacklog: Int
         /// The largest request body read for a path, bytes. A request announcing more

@@ -10,15 +10,17 @@ import Synchronization
 /// request announcing more is handed over unread, with `bodyTooLarge` and an empty body), then
 /// handed to the `HTTPHandler`, whose result answers, delays (the connection is suspended with
 /// `MHD_suspend_connection`, so no daemon thread waits) or drops the connection. Idle connections and stalled requests are closed after
-/// the idle timeout, and connections are capped in all and per client address (see
-/// `Configuration`). Plain HTTP only: terminate TLS in front of it.
+/// the idle timeout, trickling ones at the request deadline, and connections are capped in all
+/// and per client address (see `Configuration`). Plain HTTP only: terminate TLS in front of it.
 ///
 /// A `Service`: `run()` serves (starting the server unless `start()` already did) until
 /// `shutdownGracefully()` or cancellation. A server runs once: after a stop it does not start again.
 public final class HTTPServer: Service {
     private struct DaemonHandle: @unchecked Sendable { let pointer: OpaquePointer }
+    private struct ReaperHandle: @unchecked Sendable { let pointer: UnsafeMutablePointer<cmhd_reaper> }
     private struct Running: Sendable {
         var daemon: DaemonHandle
+        var reaper: ReaperHandle?
         var core: HTTPServerCore
         var port: UInt16
     }
@@ -47,6 +49,11 @@ public final class HTTPServer: Service {
         running.withLock { $0.map { Int(cmhd_current_connections($0.daemon.pointer)) } ?? 0 }
     }
 
+    /// Connections cut so far because they outlived `configuration.requestDeadline`.
+    public var connectionsCutAtDeadline: Int {
+        running.withLock { $0?.reaper.map { Int(cmhd_reaper_cut_count($0.pointer)) } ?? 0 }
+    }
+
     /// Requests handed to the handler whose response has not been sent yet.
     public var inFlight: Int { running.withLock { $0?.core.inFlight ?? 0 } }
 
@@ -66,13 +73,25 @@ public final class HTTPServer: Service {
         let core = HTTPServerCore(handler: handler, bodyLimit: c.bodyLimit)
         let flags = cmhd_flag_internal_epoll() | cmhd_flag_suspend_resume()
         let pointer = Unmanaged.passUnretained(core).toOpaque()
+        let deadlineMS = UInt64(clamping: max(0, c.requestDeadline.components.seconds) * 1000
+            + c.requestDeadline.components.attoseconds / 1_000_000_000_000_000)
+        var reaper: UnsafeMutablePointer<cmhd_reaper>?
+        if deadlineMS > 0 {
+            reaper = cmhd_reaper_start(deadlineMS, MHDBridge.completedHandler, pointer)
+            guard reaper != nil else { throw HTTPServerError(.cannotListen, "could not start the request-deadline thread") }
+        }
         let daemon = cmhd_start(flags, c.port, address.s_addr, MHDBridge.accessHandler, pointer,
                                 MHDBridge.completedHandler, pointer, UInt32(clamping: max(1, c.connectionLimit)),
                                 UInt32(clamping: max(1, c.threads)), UInt32(clamping: max(0, c.idleTimeout.components.seconds)),
-                                UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)))
-        guard let daemon else { throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)") }
+                                UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)), reaper)
+        guard let daemon else {
+            if let reaper { cmhd_reaper_stop(reaper) }
+            throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)")
+        }
         let port = cmhd_bound_port(daemon)
-        running.withLock { $0 = Running(daemon: DaemonHandle(pointer: daemon), core: core, port: port) }
+        running.withLock {
+            $0 = Running(daemon: DaemonHandle(pointer: daemon), reaper: reaper.map(ReaperHandle.init), core: core, port: port)
+        }
         return port
     }
 
@@ -124,6 +143,7 @@ public final class HTTPServer: Service {
         }) else { return }
         r.core.resumeAll()
         MHD_stop_daemon(r.daemon.pointer)
+        if let reaper = r.reaper { cmhd_reaper_stop(reaper.pointer) }   // after the daemon closed every connection
         // The core was passed to libmicrohttpd unretained; keep it alive until the daemon is gone.
         withExtendedLifetime(r.core) {}
     }

@@ -49,10 +49,37 @@ public struct Logger: Sendable {
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             line = String(decoding: data, as: UTF8.self)
         } else {
-            let kv = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            let kv = fields.sorted { $0.key < $1.key }.map { "\(Self.textValue($0.key))=\(Self.textValue($0.value))" }
+                .joined(separator: " ")
             line = "\(timestamp()) \(level.name.uppercased()) [\(label)] \(text)\(kv.isEmpty ? "" : " " + kv)"
         }
         sink.write(line)
+    }
+
+    /// A text-format key or value, logfmt style: as is when it is plain, else in double quotes
+    /// with `\\`, `\"`, `\n`, `\r`, `\t` and `\u{XX}` for every other control character, so a
+    /// value (a request path with `%0a` decoded, a header) can never start a forged line.
+    static func textValue(_ value: String) -> String {
+        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { !isControl($0) && !" \"=\\".unicodeScalars.contains($0) }
+        guard !plain else { return value }
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where isControl(scalar): out += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
     }
 
     private func timestamp() -> String {

@@ -10,11 +10,17 @@ public final class RSAPublicKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(pkey) }
 
     /// Builds a key from big-endian modulus `n` and exponent `e` (leading zeros allowed).
-    /// - Throws: `CryptoError` `key.invalid` for an empty, too short (< 2048 bits) or unusable key.
+    /// - Throws: `CryptoError` `key.invalid` for an empty, too short (< 2048 bits) or unusable key,
+    ///   or a public exponent that is even or below 65537 (NIST SP 800-56B §6.2.1; a tiny
+    ///   exponent such as 3 invites signature forgeries against lax verifiers).
     public init(n: [UInt8], e: [UInt8]) throws(CryptoError) {
         let modulus = n.drop { $0 == 0 }
         guard modulus.count >= 256, modulus.count <= 2048, !e.isEmpty, e.count <= 8 else {
             throw CryptoError(code: "key.invalid", message: "RSA modulus must be 2048..16384 bits and the exponent 1..8 bytes")
+        }
+        let exponent = e.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard exponent & 1 == 1, exponent >= 65537 else {
+            throw CryptoError(code: "key.invalid", message: "RSA public exponent must be odd and at least 65537")
         }
         OpenSSL.clearErrors()
         let bnN = n.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, Int32($0.count), nil) }

@@ -1,7 +1,14 @@
 import Foundation
 import MicroHTTP
+import SIWACore
 
 /// The sandbox's own control API under `/__sandbox/` (JSON in and out; not part of Apple's surface).
+///
+/// It is unauthenticated (it signs notifications and plays users), so it only answers what a
+/// local program sends on purpose: the `Host` header must name a loopback address (127.0.0.0/8,
+/// `[::1]`) or `localhost`, which a DNS-rebinding page cannot make a browser send, and a `POST`
+/// must say `Content-Type: application/json`, which a cross-site form cannot (`text/plain` is
+/// refused with 415). Both are checked before anything else (`refusal(_:)`).
 final class AdminEndpoints: Sendable {
     let model: SandboxModel
     let plan: FaultPlan
@@ -16,6 +23,7 @@ final class AdminEndpoints: Sendable {
     }
 
     func handle(_ req: HTTPServerRequest) -> HTTPServerResponse {
+        if let refused = Self.refusal(req) { return refused }
         do {
             if let migration = try handleMigration(req) { return migration }
             switch (req.method, req.path) {
@@ -48,6 +56,20 @@ final class AdminEndpoints: Sendable {
         } catch {
             return .adminError("body: \(error)")
         }
+    }
+
+    /// 421 when `Host` is not loopback (RFC 9110 §15.5.20: not this server's name), 415 for a
+    /// `POST` that is not JSON; nil when the request may go on.
+    static func refusal(_ req: HTTPServerRequest) -> HTTPServerResponse? {
+        let host = req.header("host").flatMap { Loopback.schemeAndHost(of: "http://" + $0)?.host } ?? ""
+        guard host == "localhost" || Loopback.isLoopback(host: host) else {
+            return .adminError("Host '\(String((req.header("host") ?? "").prefix(80)))' is not a loopback address: "
+                + "the sandbox's admin API answers only local programs", status: 421)
+        }
+        guard req.method != "POST" || req.mediaType == "application/json" else {
+            return .adminError("Content-Type must be application/json", status: 415)
+        }
+        return nil
     }
 
     private struct TeamIn: Decodable {

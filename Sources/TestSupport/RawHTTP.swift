@@ -26,14 +26,15 @@ public enum RawHTTPError: Error, Equatable {
 public enum RawHTTP {
     /// One request on a fresh connection to 127.0.0.1:`port`; blocks the calling thread until the
     /// server closes the connection (or `timeoutSeconds` pass without a byte).
+    /// - Parameter host: the `Host` header (default `127.0.0.1:PORT`).
     /// - Throws: `RawHTTPError`.
     public static func request(port: UInt16, method: String, path: String, headers: [(String, String)] = [],
-                        body: [UInt8] = [], timeoutSeconds: Int = 10) throws -> HTTPReply {
+                        body: [UInt8] = [], host: String? = nil, timeoutSeconds: Int = 10) throws -> HTTPReply {
         let fd = try connectedSocket(port: port)
         defer { close(fd) }
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host ?? "127.0.0.1:\(port)")\r\nConnection: close\r\n"
         for (k, v) in headers { head += "\(k): \(v)\r\n" }
         if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"

@@ -7,7 +7,10 @@ enum EnvironmentDocs {
         "DATABASE_URL | PG*", "PostgreSQL: a postgres:// URI or key=value conninfo; unset: libpq reads PGHOST, PGPORT, "
             + "PGUSER, PGDATABASE, PGPASSWORD")
     static let appleBaseURL = EnvironmentVariable(
-        "SIWA_APPLE_BASE_URL", "Apple's base URL (default https://appleid.apple.com; plain http only to a loopback host: the sandbox)")
+        "SIWA_APPLE_BASE_URL", "Apple's base URL (default https://appleid.apple.com; plain http only to a loopback address, "
+            + "127.0.0.0/8 or [::1]: the sandbox)")
+    static let keyPermissions = EnvironmentVariable(
+        "SIWA_ALLOW_INSECURE_KEY_PERMISSIONS", "1: load key files that group or others may access (default: refused)")
     static let singleTeam = [
         EnvironmentVariable("SIWA_TEAM_ID", "the team ID (10 characters A-Z, 0-9)"),
         EnvironmentVariable("SIWA_KEY_ID", "the key ID (kid) of the team's .p8 key"),
@@ -39,5 +42,6 @@ enum EnvironmentDocs {
     static let user = EnvironmentVariable("USER", "recorded as created_by unless --created-by is given")
 
     /// Everything the worker reads.
-    static let worker = [database, appleBaseURL] + singleTeam + [teamsFile, rateLimit] + tokenKey + notifications + logging
+    static let worker = [database, appleBaseURL] + singleTeam + [teamsFile, rateLimit] + tokenKey + [keyPermissions]
+        + notifications + logging
 }

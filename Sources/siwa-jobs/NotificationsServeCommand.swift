@@ -28,6 +28,10 @@ enum NotificationsServeCommand: Command {
     static let idleTimeout = Declare.value("idle-timeout-seconds", "S", .integer(in: 1...3600),
                                            default: Int(limits.idleTimeout.components.seconds),
                                            help: "a connection silent this long (idle, or a stalled request) is closed")
+    static let requestDeadline = Declare.value("request-deadline-seconds", "S", .integer(in: 1...3600),
+                                               default: Int(limits.requestDeadline.components.seconds),
+                                               help: "a connection must deliver a whole request and be answered this soon "
+                                                   + "after it opens or after its previous answer, or it is cut")
     static let databaseTimeout = Declare.value("db-timeout-seconds", "S", .seconds(in: 0.1...300), default: .seconds(10),
                                                help: "longest wait for the database per request before answering 503")
 
@@ -35,7 +39,8 @@ enum NotificationsServeCommand: Command {
         "serve", abstract: "receive Apple's server-to-server notifications (plain HTTP; TLS in front)",
         discussion: "Each payload is stored before 200 is answered, and planned for processing by 'siwa-jobs work'. "
             + "GET /healthz answers while the process runs, GET /readyz when the database answers too.",
-        options: [port, host, path, threads, poolSize, databaseTimeout, maxConnections, maxConnectionsPerIP, idleTimeout]
+        options: [port, host, path, threads, poolSize, databaseTimeout, maxConnections, maxConnectionsPerIP, idleTimeout,
+                  requestDeadline]
             + Registration.options + Operability.serverOptions,
         environment: [EnvironmentDocs.database] + EnvironmentDocs.logging + Registration.environment + Operability.environment)
 
@@ -57,7 +62,7 @@ enum NotificationsServeCommand: Command {
                                             path: arguments[path], onStored: planner.signal)
         let limits = NotificationReceiver.ConnectionLimits(
             total: arguments[maxConnections], perAddress: arguments[maxConnectionsPerIP],
-            idleTimeout: .seconds(arguments[idleTimeout]))
+            idleTimeout: .seconds(arguments[idleTimeout]), requestDeadline: .seconds(arguments[requestDeadline]))
         let metrics = ReceiverMetrics()
         let server = receiver.server(host: arguments[host], port: UInt16(bindPort), threads: arguments[threads],
                                      limits: limits, clock: context.clock, observe: metrics.record(status:))

@@ -28,6 +28,9 @@ struct WorkerWiring {
     ///   setting: the teams file's errors first).
     static func make(configuration: SIWAConfiguration, poolSize: Int, logger: Logger,
                      clock: any WallClock) async throws -> WorkerWiring {
+        if let warning = configuration.appleBaseURLWarning {
+            logger.warning("Apple base URL is not Apple's", ["warning": warning])
+        }
         let pool = PostgresPool(configuration: configuration.postgres, size: poolSize)
         do {
             try await SchemaPreflight.check(pool: pool, clock: clock)
@@ -39,7 +42,8 @@ struct WorkerWiring {
             var handlers: [any JobHandler] = [NoopHandler()]
             var unavailable: [String: String] = [:]
             if configuration.hasSingleTeamCredentials {
-                handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry, clock: clock)
+                handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry,
+                                                   transport: transport, clock: clock)
             } else {
                 let why = "no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)"
                 for kind in [RefreshValidationHandler.kind, RevocationSweepHandler.kind, NotificationProcessingHandler.kind] {
@@ -61,10 +65,10 @@ struct WorkerWiring {
     }
 
     /// Refresh validation, revocation sweep and notification processing for the single team.
-    /// Notifications are verified against `GET {SIWA_APPLE_BASE_URL}/auth/keys`, for `aud` =
-    /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`.
-    private static func singleTeamHandlers(configuration: SIWAConfiguration, pool: PostgresPool,
-                                           registry: AppleClientRegistry, clock: any WallClock) throws -> [any JobHandler] {
+    /// Notifications are verified with Apple's JWKS (`verificationKeysURL`: pinned to Apple unless
+    /// `SIWA_SANDBOX_MODE=1`), for `aud` = `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`.
+    private static func singleTeamHandlers(configuration: SIWAConfiguration, pool: PostgresPool, registry: AppleClientRegistry,
+                                           transport: CurlTransport, clock: any WallClock) throws -> [any JobHandler] {
         let credentials = try configuration.credentials()
         let keyring = try configuration.keyring()
         guard let client = registry.client(teamID: credentials.teamID, clientID: credentials.clientID) else {
@@ -73,7 +77,8 @@ struct WorkerWiring {
         let refetch = try configuration.jwksRefetchInterval()
         let verifier: JWTVerifier
         do {
-            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch, clock: clock)
+            let cache = JWKSCache(provider: configuration.verificationKeysProvider(client: client, transport: transport),
+                                  minimumRefetchInterval: refetch, clock: clock)
             verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID),
                                        clock: clock)
         } catch {

@@ -41,6 +41,9 @@ enum WorkCommand: Command {
     static let drain = Declare.switch("drain", help: "exit when nothing is due (cron) instead of waiting for new jobs")
     static let progress = Declare.switch("progress", help: "a live progress line on stdout")
     static let stats = Declare.switch("stats", help: "print CPU seconds and peak RSS at exit")
+    static let allowInsecureKeys = Declare.switch(
+        "allow-insecure-key-permissions", help: "load key files that group or others may access (default: refuse them; "
+            + "also SIWA_ALLOW_INSECURE_KEY_PERMISSIONS=1)")
 
     static let spec = CommandSpec(
         "work", abstract: "run the worker (--drain for cron)",
@@ -48,11 +51,13 @@ enum WorkCommand: Command {
             + "unavailable, retries left beyond the drain horizon, or a drain stopped by a signal with work left; 78 a job "
             + "is paused for a configuration error, or work is due whose kind this worker has no credentials for.",
         options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, retryBudget,
-                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats] + Registration.options
+                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats, allowInsecureKeys] + Registration.options
             + Operability.serverOptions + [Operability.metricsFile],
         environment: EnvironmentDocs.worker + Registration.environment + Registration.listenEnvironment + Operability.environment)
 
-    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+    static func run(_ arguments: ParsedArguments, _ given: CommandContext) async throws -> ExitCode {
+        let context = !arguments[allowInsecureKeys] ? given
+            : CommandContext(configuration: given.configuration.allowingInsecureKeyPermissions(), clock: given.clock)
         var configuration = try workerConfiguration(arguments)
         let heartbeat = try Registration.heartbeatSettings(arguments, context)
         let listen = try context.configuration.listenSettings()

@@ -5,6 +5,7 @@ import SIWACore
 import SIWACrypto
 import SIWAJobs
 import Testing
+import TestSupport
 
 /// `SIWAConfiguration`: everything read from the environment, resolved without the binary.
 @Suite struct ConfigurationTests {
@@ -37,8 +38,14 @@ import Testing
     @Test(arguments: [
         ("https://appleid.apple.com", nil),
         ("http://127.0.0.1:8080", nil),
-        ("http://localhost:1", nil),
-        ("http://192.0.2.1", "SIWA_APPLE_BASE_URL 'http://192.0.2.1' is plain http to a non-loopback host; use https"),
+        ("http://127.9.8.7:1", nil),
+        ("http://[::1]:8080", nil),
+        ("http://192.0.2.1", "SIWA_APPLE_BASE_URL 'http://192.0.2.1' is plain http to a host that is not a loopback address "
+            + "(127.0.0.0/8 or [::1]; names such as localhost do not count); use https"),
+        ("http://127.evil.example.com", "SIWA_APPLE_BASE_URL 'http://127.evil.example.com' is plain http to a host that is not "
+            + "a loopback address (127.0.0.0/8 or [::1]; names such as localhost do not count); use https"),
+        ("http://localhost:1", "SIWA_APPLE_BASE_URL 'http://localhost:1' is plain http to a host that is not "
+            + "a loopback address (127.0.0.0/8 or [::1]; names such as localhost do not count); use https"),
         ("ftp://example.com", "SIWA_APPLE_BASE_URL 'ftp://example.com' is not an http(s) URL"),
     ] as [(String, String?)])
     func appleBaseURL(_ url: String, _ expected: String?) {
@@ -186,8 +193,8 @@ final class TemporaryDirectory {
 
     /// Writes `text` to `name` and returns the path.
     func write(_ name: String, _ text: String) throws -> String {
-        let file = url.appendingPathComponent(name)
-        try Data(text.utf8).write(to: file)
-        return file.path
+        let file = url.appendingPathComponent(name).path
+        try PrivateFile.write(text, to: file)
+        return file
     }
 }

@@ -35,12 +35,15 @@ import TestSupport
         #expect(run.status == 1, "the forged notification is an unverifiable item: \(run.stderr.suffix(1500))")
 
         let rows = try await world.database.pool.withConnection { conn in
-            try await conn.query("SELECT outcome, verification, rejection_reason, error FROM siwa.notifications ORDER BY id")
+            try await conn.query("""
+                SELECT outcome, verification, rejection_reason, rejection_detail, error FROM siwa.notifications ORDER BY id
+                """)
         }
         let outcomes = try rows.map { try $0.decode("outcome", as: String.self) }
         #expect(outcomes.count == 3)
         #expect(outcomes.first == "unverifiable")
-        #expect(try rows.first?.decode("rejection_reason", as: String?.self)?.hasPrefix("malformed: signature") == true)
+        #expect(try rows.first?.decode("rejection_reason", as: String?.self) == "malformed")
+        #expect(try rows.first?.decode("rejection_detail", as: String?.self)?.hasPrefix("signature") == true)
         #expect(outcomes.dropFirst().sorted() == ["applied", "duplicate"], "\(outcomes)")
         try await expectDeletedOnce(world)
 

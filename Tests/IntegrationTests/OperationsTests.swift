@@ -74,7 +74,7 @@ import Testing
         env["SIWA_APPLE_BASE_URL"] = "http://192.0.2.1"
         let run = try await BinaryProcess.run(["work", "--drain"], environment: env)
         #expect(run.status == 78)
-        #expect(run.stderr.contains("plain http to a non-loopback host"))
+        #expect(run.stderr.contains("plain http to a host that is not a loopback address"))
         await world.tearDown()
     }
 

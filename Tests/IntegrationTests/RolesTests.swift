@@ -11,8 +11,10 @@ import Testing
 /// binary; the dashboard cannot read token columns.
 @Suite(.serialized) struct RolesTests {
     /// The views the README documents for dashboards.
-    static let dashboardViews = ["job_progress", "job_outcomes", "token_health", "account_summary", "transfer_status",
-                                 "email_changes", "notification_summary", "accounts_to_delete", "rate_budgets_status"]
+    static let dashboardViews = ["job_progress", "job_outcomes", "token_health", "transfer_status", "rate_budgets_status",
+                                 "live_workers"]
+    /// The views with personal data, read by `siwa_pii_reader` (sql/0020_hardening.sql), not the dashboard.
+    static let personalViews = ["account_summary", "email_changes", "notification_summary", "accounts_to_delete"]
 
     /// A LOGIN role that is a member of `group` only, dropped by `dropLogins`.
     static func login(memberOf group: String, on db: TestDatabase) async throws -> String {
@@ -35,8 +37,8 @@ import Testing
     }
 
     /// `notifications serve` as `env` says, once it prints its URL.
-    static func startReceiver(_ env: [String: String]) async throws -> (BinaryProcess, String) {
-        let receiver = try BinaryProcess(["notifications", "serve", "--port", "0"], environment: env)
+    static func startReceiver(_ env: [String: String], arguments: [String] = []) async throws -> (BinaryProcess, String) {
+        let receiver = try BinaryProcess(["notifications", "serve", "--port", "0"] + arguments, environment: env)
         for _ in 0..<500 where receiver.process.isRunning {
             if let line = receiver.stdout.split(separator: "\n").first(where: { $0.contains("listening on ") }),
                let url = line.components(separatedBy: "listening on ").last {
@@ -122,6 +124,58 @@ import Testing
         }
         reader.close()
         await Self.dropLogins([worker, receiverRole, dashboard], on: db)
+        await world.tearDown()
+    }
+
+    @Test func noRoleButTheOwnerReadsWhatItMustNotAndNobodyTruncatesTheAuditLog() async throws {
+        var world = try await SIWAWorld.create()
+        try await world.seed(accounts: 5, revokedFraction: 0)
+        let db = world.database
+        let worker = try await Self.login(memberOf: "siwa_worker", on: db)
+        let receiver = try await Self.login(memberOf: "siwa_receiver", on: db)
+        let dashboard = try await Self.login(memberOf: "siwa_dashboard", on: db)
+        let pii = try await Self.login(memberOf: "siwa_pii_reader", on: db)
+        func refused(_ role: String, _ statement: String, because meaning: DatabaseFailureMeaning = .permission) async throws {
+            let connection = try await PostgresConnection.connect(PostgresConfiguration(conninfo: "dbname=\(db.name) user=\(role)"))
+            defer { connection.close() }
+            do {
+                try await connection.simpleQuery(unsafeSQL: statement)
+                Issue.record("\(role) may run: \(statement)")
+            } catch {
+                #expect(error.meaning == meaning, "\(role): \(statement): \(error)")
+            }
+        }
+        try await refused(receiver, "SELECT refresh_token_ciphertext FROM siwa.accounts LIMIT 1")
+        try await refused(receiver, "SELECT refresh_token_fingerprint FROM siwa.accounts LIMIT 1")
+        for view in Self.personalViews { try await refused(dashboard, "SELECT * FROM siwa.\(view) LIMIT 1") }
+        // Every column the dashboard role can read anywhere: none holds a sub, an email or a fingerprint.
+        let readable = try await db.pool.query(SQL(unsafeSQL: """
+            SELECT table_name || '.' || column_name AS col FROM information_schema.columns
+            WHERE table_schema = 'siwa' AND has_column_privilege('\(dashboard)', 'siwa.' || quote_ident(table_name),
+                                                                 column_name, 'SELECT')
+            """)).map { try $0.decode("col", as: String.self) }
+        #expect(!readable.isEmpty)
+        let personal = readable.filter { $0.contains("email") || $0.hasSuffix(".sub") || $0.contains("_sub") || $0.contains("fingerprint") }
+        #expect(personal.isEmpty, "the dashboard role reads \(personal)")
+        let reader = try await PostgresConnection.connect(PostgresConfiguration(conninfo: "dbname=\(db.name) user=\(pii)"))
+        for view in Self.personalViews {
+            await #expect(throws: Never.self, "siwa_pii_reader reads siwa.\(view)") {
+                try await reader.query(SQL(unsafeSQL: "SELECT * FROM siwa.\(view) LIMIT 5"))
+            }
+        }
+        reader.close()
+        // TRUNCATE: refused to every role, and to the owner by the trigger.
+        try await db.pool.execute("INSERT INTO siwa.audit_log (actor, action) VALUES ('test', 'test.kept')")
+        for role in [worker, receiver, dashboard, pii] { try await refused(role, "TRUNCATE siwa.audit_log") }
+        do {
+            try await db.pool.execute("TRUNCATE siwa.audit_log")
+            Issue.record("the owner truncated the audit log")
+        } catch {
+            #expect("\(error)".contains("siwa.audit_log is append-only"), "\(error)")
+        }
+        let audits: Int = try await db.scalar("SELECT count(*)::int FROM siwa.audit_log")
+        #expect(audits >= 1)
+        await Self.dropLogins([worker, receiver, dashboard, pii], on: db)
         await world.tearDown()
     }
 }

@@ -2,6 +2,7 @@ import AppleID
 import Foundation
 import SIWACrypto
 import Testing
+import TestSupport
 @testable import SIWAJobs
 
 /// Pure rules of the transfer kinds: target checks, the window arithmetic, the email decision,
@@ -92,7 +93,7 @@ import Testing
             (#"[{"team_id":"AAAAA11111","key_id":"KEYAAAAA11","key_file":"k.p8","client_ids":["com.example.app","com.example.app"]}]"#,
              "teams[0]: team AAAAA11111 with client 'com.example.app' is already listed in teams[0]"),
         ]
-        try Data(try P256PrivateKey.generate().pkcs8PEM.utf8).write(to: dir.appendingPathComponent("k.p8"))
+        try PrivateFile.write(try P256PrivateKey.generate().pkcs8PEM, to: dir.appendingPathComponent("k.p8").path)
         var env = ProcessInfo.processInfo.environment
         for name in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY", "DATABASE_URL"] {
             env.removeValue(forKey: name)

@@ -68,6 +68,27 @@ final class RawSocket: @unchecked Sendable {   // used by one test task at a tim
         }
     }
 
+    /// Sends `text` one byte at a time, `interval` apart, until the server closes the connection
+    /// (true) or every byte is sent (false). On a thread of its own, as `readOffPool`.
+    func trickleOffPool(_ text: String, interval: Duration) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread {
+                for byte in text {
+                    guard self.send(String(byte)), !self.closedByPeer() else { return continuation.resume(returning: true) }
+                    Thread.sleep(forTimeInterval: Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
+                }
+                continuation.resume(returning: self.closedByPeer())
+            }.start()
+        }
+    }
+
+    /// True when the server has closed (or reset) the connection; does not wait or consume data.
+    func closedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
     func close() {
         guard open else { return }
         open = false

@@ -96,4 +96,20 @@ import TestSupport
         try await eventually("the held connection is gone") { server.openConnections == 0 }
         #expect(await get(port, "/after") == "200 ok\n")
     }
+
+    @Test func aClientTricklingBytesIsCutAtTheRequestDeadlineThoughTheIdleTimeoutNeverFires() async throws {
+        let seen = Seen()
+        let (server, port) = try Self.server({ $0.idleTimeout = .seconds(60); $0.requestDeadline = .seconds(2) }, seen: seen)
+        defer { server.stopNow() }
+        let socket = try RawSocket(port: port)
+        #expect(socket.send("POST /notify HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+        // One header byte every 200 ms: never idle for the idle timeout. The server must cut the
+        // connection; the client gives up after 300 bytes (60 s) if it never does.
+        let cut = await socket.trickleOffPool(String(repeating: "X", count: 300), interval: .milliseconds(200))
+        #expect(cut, "the trickling connection was never cut")
+        #expect(seen.count == 0, "the trickled request never reached the handler")
+        #expect(server.connectionsCutAtDeadline == 1)
+        // A request that arrives whole is answered, and its connection's clock restarts at the answer.
+        #expect(await get(port, "/after") == "200 ok\n")
+    }
 }

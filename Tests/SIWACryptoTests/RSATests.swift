@@ -38,4 +38,14 @@ import Testing
         #expect(throws: CryptoError.self) { try RSAPublicKey(n: [1, 2, 3], e: [1, 0, 1]) }
         #expect(throws: CryptoError.self) { try RSAPublicKey(n: [UInt8](repeating: 0xC3, count: 256), e: []) }
     }
+
+    @Test func rejectsPublicExponentsThatAreEvenOrBelow65537() throws {
+        let n = try RSAPrivateKey.generate(bits: 2048).publicKey.n
+        let refusal = CryptoError(code: "key.invalid", message: "RSA public exponent must be odd and at least 65537")
+        for e: [UInt8] in [[3], [1], [0, 0, 3], [1, 0, 0], [0xFF, 0xFF], [1, 0, 2]] {
+            #expect(throws: refusal, "e = \(e)") { try RSAPublicKey(n: n, e: e) }
+        }
+        #expect(try RSAPublicKey(n: n, e: [1, 0, 1]).e == [1, 0, 1])
+        #expect(throws: Never.self) { try RSAPublicKey(n: n, e: [0, 1, 0, 0, 1]) }   // 2^24 + 1, leading zero
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SIWACrypto
 import Testing
+import TestSupport
 @testable import Sandbox
 
 @Suite struct AdminAPITests {
@@ -63,8 +64,31 @@ import Testing
         #expect(stats["revokes"] as? Int == 1)
         #expect(stats["id_tokens_signed"] as? Int == 1)
 
-        #expect(try f.post("/__sandbox/reset-stats", []).status == 200)
+        #expect(try f.postJSON("/__sandbox/reset-stats", "{}").status == 200)
         #expect(f.model.stats().requests["/auth/token"] == nil)
+    }
+
+    /// The admin API is unauthenticated: it answers only loopback `Host`s (no DNS rebinding) and
+    /// JSON `POST`s (no cross-site form).
+    @Test func onlyLoopbackHostsAndJSONPostsReachTheAdminAPI() throws {
+        let f = try SandboxFixture()
+        let spec = #"{"events":[{"type":"account-delete","sub":"000123.abc.0456","client_id":"com.example.app"}]}"#
+        let plain = try RawHTTP.request(port: f.port, method: "POST", path: "/__sandbox/notifications",
+                                        headers: [("Content-Type", "text/plain")], body: Array(spec.utf8))
+        #expect(plain.status == 415, "\(plain.text)")
+        #expect(!plain.text.contains("payloads"), "nothing was signed: \(plain.text)")
+        #expect(try f.post("/__sandbox/reset-stats", []).status == 415, "a form is not JSON")
+        for host in ["evil.example.com", "127.0.0.1.evil.example.com:80", "attacker.test:\(f.port)"] {
+            let rebound = try RawHTTP.request(port: f.port, method: "POST", path: "/__sandbox/notifications",
+                                              headers: [("Content-Type", "application/json")], body: Array(spec.utf8), host: host)
+            #expect(rebound.status == 421, "Host \(host): \(rebound.text)")
+            #expect(try RawHTTP.request(port: f.port, method: "GET", path: "/__sandbox/truth", host: host).status == 421)
+        }
+        for host in ["127.0.0.1:\(f.port)", "localhost:\(f.port)", "[::1]:\(f.port)"] {
+            #expect(try RawHTTP.request(port: f.port, method: "POST", path: "/__sandbox/notifications",
+                                        headers: [("Content-Type", "application/json")], body: Array(spec.utf8),
+                                        host: host).status == 200, "Host \(host)")
+        }
     }
 
     @Test func badTokenStateNamesTheIndex() throws {

@@ -23,8 +23,8 @@ extension SIWAConfiguration {
     /// The `.p8` key from `keyFile` (a `--key-file` flag; `-` reads standard input), `SIWA_KEY_FILE`
     /// or `SIWA_PRIVATE_KEY`.
     /// - Throws: `ConfigurationError` when both variables are set, neither is, the file cannot be
-    ///   read (with the reason: no such file, a directory, permission denied), or the text is not a
-    ///   P-256 key.
+    ///   read (with the reason: no such file, a directory, permission denied), group or others
+    ///   may access it (`checkKeyFilePermissions`), or the text is not a P-256 key.
     public func privateKey(keyFile: String? = nil) throws(ConfigurationError) -> P256PrivateKey {
         let inlineKey = rawValue("SIWA_PRIVATE_KEY").flatMap { $0.isEmpty ? nil : $0 }   // PEM text as given
         if keyFile == nil, value("SIWA_KEY_FILE") != nil, inlineKey != nil {
@@ -33,6 +33,7 @@ extension SIWAConfiguration {
         let pem: String
         let source: String
         if let path = keyFile ?? value("SIWA_KEY_FILE") {
+            try checkKeyFilePermissions(path, what: "key file", setting: "SIWA_KEY_FILE / --key-file")
             pem = try Self.readText(path, what: "key file", setting: "SIWA_KEY_FILE / --key-file", stdin: keyFile != nil)
             source = "key file '\(path)'"
         } else if let inline = inlineKey {
@@ -73,6 +74,7 @@ extension SIWAConfiguration {
         let keyID = value("SIWA_TOKEN_KEY_ID") ?? "k1"
         let encoded: String
         if let path = value("SIWA_TOKEN_KEY_FILE") {
+            try checkKeyFilePermissions(path, what: "SIWA_TOKEN_KEY_FILE", setting: "SIWA_TOKEN_KEY_FILE")
             encoded = try Self.readText(path, what: "SIWA_TOKEN_KEY_FILE", setting: nil)
         } else if let inline = value("SIWA_TOKEN_KEY") {
             encoded = inline

@@ -86,6 +86,7 @@ extension SIWAConfiguration {
             let at = "SIWA_TEAMS_FILE teams[\(index)]"
             guard !entry.client_ids.isEmpty else { throw ConfigurationError("\(at).client_ids is empty") }
             let keyPath = entry.key_file.hasPrefix("/") ? entry.key_file : base.appendingPathComponent(entry.key_file).path
+            try checkKeyFilePermissions(keyPath, what: "\(at).key_file", setting: "SIWA_TEAMS_FILE")
             let pem = try Self.readText(keyPath, what: "\(at).key_file", setting: nil)
             let key: P256PrivateKey
             do { key = try P256PrivateKey(pem: pem) } catch {

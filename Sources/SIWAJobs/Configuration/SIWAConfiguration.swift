@@ -44,6 +44,13 @@ public struct SIWAConfiguration: Sendable {
         self.appleBaseURL = environment["SIWA_APPLE_BASE_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "https://appleid.apple.com"
     }
 
+    /// This configuration with the variable `name` set to `value` (a flag that overrides it).
+    public func setting(_ name: String, to value: String) -> SIWAConfiguration {
+        var environment = environment
+        environment[name] = value
+        return SIWAConfiguration(environment: environment)
+    }
+
     /// The variable's value, trimmed; nil when unset or blank.
     public func value(_ name: String) -> String? {
         guard let v = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !v.isEmpty else { return nil }
@@ -77,18 +84,18 @@ public struct SIWAConfiguration: Sendable {
         }
     }
 
-    /// The Apple base URL, checked: an http(s) URL, and plain http only to a loopback host (the
-    /// sandbox), so client secrets and tokens never travel unencrypted.
+    /// The Apple base URL, checked: an http(s) URL, and plain http only to a loopback address
+    /// (`Loopback`: a parsed 127.0.0.0/8 or ::1 address, the sandbox), so client secrets and
+    /// tokens never travel unencrypted.
     /// - Throws: `ConfigurationError` naming `SIWA_APPLE_BASE_URL`.
     public func validatedAppleBaseURL() throws(ConfigurationError) -> String {
         let url = appleBaseURL
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              let host = parsed.host, !host.isEmpty else {
+        guard URL(string: url) != nil, let (scheme, host) = Loopback.schemeAndHost(of: url), ["http", "https"].contains(scheme) else {
             throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url)' is not an http(s) URL")
         }
-        let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) || host.hasPrefix("127.")
-        guard scheme == "https" || loopback else {
-            throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url)' is plain http to a non-loopback host; use https")
+        guard scheme == "https" || Loopback.isLoopback(host: host) else {
+            throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url)' is plain http to a host that is not a loopback address "
+                + "(127.0.0.0/8 or [::1]; names such as localhost do not count); use https")
         }
         return url
     }

@@ -17,7 +17,11 @@ struct NotificationEffect: Encodable, Sendable {
 
     let notificationID: Int64
     var verification: Verification
+    /// A reason code (`JWTVerificationError.Reason`, e.g. `badSignature`), never attacker text.
     var rejectionReason: String?
+    /// The human-readable detail: header values quoted as printable ASCII of at most 40
+    /// characters, the whole cut to `maxRejectionDetail` characters.
+    var rejectionDetail: String?
     var eventType: String?
     var sub: String?
     /// ISO 8601 UTC with milliseconds.
@@ -36,6 +40,7 @@ struct NotificationEffect: Encodable, Sendable {
         case notificationID = "notification_id"
         case verification
         case rejectionReason = "rejection_reason"
+        case rejectionDetail = "rejection_detail"
         case eventType = "event_type"
         case sub
         case eventTime = "event_time"
@@ -46,8 +51,15 @@ struct NotificationEffect: Encodable, Sendable {
         case error
     }
 
-    static func rejected(_ id: Int64, reason: String) -> NotificationEffect {
-        NotificationEffect(notificationID: id, verification: .rejected, rejectionReason: reason, outcome: .unverifiable)
+    /// Longest `rejection_detail` stored, characters.
+    static let maxRejectionDetail = 300
+
+    /// Rejected by the verifier: the reason's code, and `detail` (plus `note`) as the bounded detail.
+    static func rejected(_ id: Int64, _ error: JWTVerificationError, note: String? = nil) -> NotificationEffect {
+        let detail = ([error.detail] + (note.map { [$0] } ?? [])).joined(separator: "; ")
+        let printable = String(detail.unicodeScalars.map { $0.value >= 0x20 && $0.value != 0x7F ? Character($0) : "?" })
+        return NotificationEffect(notificationID: id, verification: .rejected, rejectionReason: error.reason.rawValue,
+                                  rejectionDetail: String(printable.prefix(maxRejectionDetail)), outcome: .unverifiable)
     }
 
     /// From verified claims; `outcome` and `accountIDs` are filled in once accounts are looked up.

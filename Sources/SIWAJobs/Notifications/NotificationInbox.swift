@@ -79,17 +79,19 @@ public struct NotificationInbox: Sendable {
     /// unless the token has three base64url segments (only the signature may be empty, as in an
     /// unsecured JWS; it is then rejected as `algNotAllowed` when processed), the first two decode
     /// to JSON objects, and the payload's `jti` is a non-empty string of at most `maxJTILength`
-    /// characters.
+    /// characters without control characters (a NUL, which PostgreSQL text cannot hold, or a
+    /// newline: the receiver answers 400).
     public static func unverifiedJTI(_ token: String) -> String? {
         let segments = token.split(separator: ".", omittingEmptySubsequences: false)
         guard segments.count == 3, !segments[0].isEmpty, !segments[1].isEmpty,
-              segments.allSatisfy({ $0.utf8.count <= 64 * 1024 }),
+              segments.allSatisfy({ $0.utf8.count <= JWS.maxTokenBytes }),
               Base64URL.decode(String(segments[2])) != nil,
               let header = Base64URL.decode(String(segments[0])),
               (try? JSONSerialization.jsonObject(with: Data(header))) is [String: Any],
               let bytes = Base64URL.decode(String(segments[1])),
               let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-              let jti = object["jti"] as? String, !jti.isEmpty, jti.count <= maxJTILength else { return nil }
+              let jti = object["jti"] as? String, !jti.isEmpty, jti.count <= maxJTILength,
+              jti.unicodeScalars.allSatisfy({ $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) }) else { return nil }
         return jti
     }
 }

@@ -33,10 +33,10 @@ extension NotificationProcessingHandler {
                     + "\(Int(unknownKIDPatience.seconds)) s)", wait: keys.minimumRefetchInterval)
             }
             let why = checkedAfterDeadline ? "still unknown \(waitedFor) s after receipt" : "still unknown on the last attempt"
-            let effect = NotificationEffect.rejected(id, reason: "\(error.description); \(why) (attempt \(item.attempt))")
+            let effect = NotificationEffect.rejected(id, error, note: "\(why) (attempt \(item.attempt))")
             return .failed(effect.result, audit: nil, effect: EffectPayload(effect))
         }
-        let effect = NotificationEffect.rejected(id, reason: error.description)
+        let effect = NotificationEffect.rejected(id, error)
         return .failed(effect.result, audit: nil, effect: EffectPayload(effect))
     }
 

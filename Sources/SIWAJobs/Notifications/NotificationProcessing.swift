@@ -50,6 +50,7 @@ public struct NotificationProcessingHandler: JobHandler {
         UPDATE siwa.notifications n
         SET verification = d.effect->>'verification',
             rejection_reason = d.effect->>'rejection_reason',
+            rejection_detail = d.effect->>'rejection_detail',
             event_type = d.effect->>'event_type',
             sub = d.effect->>'sub',
             event_time = (d.effect->>'event_time')::timestamptz,

@@ -3,6 +3,7 @@ import Foundation
 import MicroHTTP
 import Postgres
 import Queue
+import SIWACrypto
 
 /// The HTTP side of `siwa-jobs notifications serve` (apple-api.md §8.1): Apple POSTs
 /// `{"payload":"<JWT>"}` as JSON.
@@ -21,8 +22,11 @@ import Queue
 ///   the reason (`database_unavailable`, or `database_read_only` for a standby) (readiness).
 /// Plain HTTP: TLS is terminated in front of it.
 public struct NotificationReceiver: Sendable {
-    /// Largest request body read, bytes (64 KiB; a notification JWT is about 1 KiB).
-    public static let bodyLimit = 64 * 1024
+    /// Largest request body read, bytes: what can still verify, the largest token the verifier
+    /// accepts (`JWS.maxTokenBytes`, 16 KiB) in its `{"payload": "…"}` wrapper with room for
+    /// whitespace (a notification JWT is about 1 KiB). A longer one is answered 413 before any of
+    /// it is read.
+    public static let bodyLimit = JWS.maxTokenBytes + 1024
     /// How many connections the receiver serves, and how long a silent one stays open: Apple
     /// sends one small POST at a time, so a lower ceiling than the sandbox's protects the
     /// database pool and the threads from piles of idle or stalled connections.
@@ -36,11 +40,17 @@ public struct NotificationReceiver: Sendable {
         /// stopped arriving) is closed; whole seconds. Default 30 s: keep a proxy's upstream
         /// keep-alive timeout below it.
         public var idleTimeout: Duration
+        /// How long a connection has, from its opening or its previous answer, to deliver a
+        /// whole request and be answered; then it is cut, however steadily it trickles bytes.
+        /// Default 30 s (3 × the default database timeout; Apple's POST takes milliseconds).
+        public var requestDeadline: Duration
 
-        public init(total: Int = 256, perAddress: Int = 64, idleTimeout: Duration = .seconds(30)) {
+        public init(total: Int = 256, perAddress: Int = 64, idleTimeout: Duration = .seconds(30),
+                    requestDeadline: Duration = .seconds(30)) {
             self.total = total
             self.perAddress = perAddress
             self.idleTimeout = idleTimeout
+            self.requestDeadline = requestDeadline
         }
     }
 
@@ -72,15 +82,16 @@ public struct NotificationReceiver: Sendable {
     ///   - host: IPv4 address to bind, e.g. `127.0.0.1` or `0.0.0.0`.
     ///   - port: TCP port; 0 lets the kernel pick (read it from `start()` or `port`).
     ///   - threads: libmicrohttpd threads.
-    ///   - limits: connection caps and the idle timeout.
+    ///   - limits: connection caps, the idle timeout and the request deadline.
     ///   - clock: times the grace period.
     ///   - observe: told each answer's status (metrics).
     public func server(host: String, port: UInt16, threads: Int = 2, limits: ConnectionLimits = ConnectionLimits(),
                        clock: any WallClock, observe: @escaping @Sendable (Int) -> Void = { _ in }) -> HTTPServer {
-        let configuration = HTTPServer.Configuration(
+        var configuration = HTTPServer.Configuration(
             host: host, port: port, threads: threads, connectionLimit: limits.total, connectionsPerIP: limits.perAddress,
             idleTimeout: limits.idleTimeout, listenBacklog: Self.listenBacklog, bodyLimit: Self.bodyLimit,
             gracePeriod: Self.gracePeriod, clock: clock)
+        configuration.requestDeadline = limits.requestDeadline
         return HTTPServer(configuration: configuration, handler: .async { request in
             let response = await self.handle(request)
             observe(response.status)
@@ -122,7 +133,7 @@ public struct NotificationReceiver: Sendable {
             logger.warning("notification refused: payload is not a compact JWS with a jti", [
                 "payload.bytes": "\(payload.utf8.count)",
             ])
-            return .json(#"{"error":"invalid_payload","message":"payload must be a compact JWS whose claims hold a string jti"}"#,
+            return .json(#"{"error":"invalid_payload","message":"payload must be a compact JWS whose claims hold a string jti without control characters"}"#,
                          status: 400)
         }
         do {

@@ -13,6 +13,7 @@ extension Doctor {
             let connection = try await PostgresConnection.connect(configuration.postgres)
             defer { connection.close() }
             report.ok("database", where_)
+            if let weakness = try await connection.security().weakness { report.warn("database TLS", weakness) }
             if let reason = try await connection.readOnlyReason() {
                 report.databaseDown("read-only: \(reason); the worker and the receiver need the primary (point the "
                     + "settings at it, or retry after the failover)", check: "database writes")

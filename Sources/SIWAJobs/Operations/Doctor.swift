@@ -9,20 +9,24 @@ import SIWACrypto
 /// single-team variables are then optional), the key (loads, P-256, mints a secret that
 /// verifies), team ID / key ID / client ID formats, the token encryption key, the Apple base URL,
 /// logging, database reachability, clock skew against the database, pending or changed
-/// migrations, whether a stored token opens with the configured keys, and (a warning) live
-/// workers running another version than this binary.
+/// migrations, whether a stored token opens with the configured keys, and (warnings) key files
+/// that group or others may access and live workers running another version than this binary.
 public struct Doctor: Sendable {
     let configuration: SIWAConfiguration
     let clock: any WallClock
     /// This binary's version, compared with the live workers' (`siwa.live_workers`).
     let version: String
+    /// Key files that group or others may access (`SIWAConfiguration.insecureKeyFileWarnings()`).
+    let keyFileWarnings: [String]
 
     /// - Parameters:
     ///   - clock: the local clock compared with the database's, and the time client secrets are
     ///     minted at.
     ///   - version: this binary's version string.
     public init(configuration: SIWAConfiguration, clock: any WallClock, version: String) {
-        self.configuration = configuration
+        // Key files load whatever their mode (the other checks still run); the mode is a warning.
+        self.configuration = configuration.allowingInsecureKeyPermissions()
+        self.keyFileWarnings = configuration.insecureKeyFileWarnings()
         self.clock = clock
         self.version = version
     }
@@ -32,6 +36,7 @@ public struct Doctor: Sendable {
     public func run() async throws -> DoctorReport {
         var report = DoctorReport()
         checkCredentials(&report)
+        for warning in keyFileWarnings { report.warn("key file permissions", warning) }
         checkKeysAndSettings(&report)
         try await checkDatabase(&report)
         return report
@@ -86,6 +91,7 @@ public struct Doctor: Sendable {
             let url = try settings.validatedAppleBaseURL()
             return url + (url.hasPrefix("http:") ? " (local sandbox)" : "")
         }
+        if let warning = settings.appleBaseURLWarning { report.warn("Apple base URL is not Apple's", warning) }
         report.check("logging (SIWA_LOG_LEVEL, SIWA_LOG_FORMAT)") {
             try settings.validateLogging()
             return "ok"

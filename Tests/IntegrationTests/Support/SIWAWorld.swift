@@ -1,5 +1,6 @@
 import Clocks
 import Foundation
+import TestSupport
 import Postgres
 import SIWACrypto
 import SIWAJobs
@@ -29,7 +30,7 @@ struct SIWAWorld {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let key = try P256PrivateKey.generate()
         let keyFile = directory.appendingPathComponent("AuthKey_\(keyID).p8").path
-        try Data(key.pkcs8PEM.utf8).write(to: URL(fileURLWithPath: keyFile))
+        try PrivateFile.write(key.pkcs8PEM, to: keyFile)
         if registerKey {
             try sandbox.model.registerTeam(teamID: teamID, keyID: keyID, publicKeyPEM: key.publicKey.spkiPEM, clientIDs: [clientID])
         }
@@ -62,6 +63,7 @@ struct SIWAWorld {
         env["SIWA_KEY_FILE"] = keyFile
         env["SIWA_TOKEN_KEY"] = tokenKeyHex
         env["SIWA_APPLE_BASE_URL"] = sandbox.baseURL
+        env["SIWA_SANDBOX_MODE"] = "1"   // the sandbox signs notifications: verify with its keys
         env["SIWA_LOG_FORMAT"] = "json"
         return env
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Postgres
 import SIWACrypto
 @testable import SIWAJobs
@@ -39,7 +40,7 @@ struct TransferWorld {
         for (team, kid, register) in [(teamA, keyA, true), (teamB, keyB, registerTeamB)] {
             let key = try P256PrivateKey.generate()
             let file = directory.appendingPathComponent("AuthKey_\(kid).p8").path
-            try Data(key.pkcs8PEM.utf8).write(to: URL(fileURLWithPath: file))
+            try PrivateFile.write(key.pkcs8PEM, to: file)
             if register {
                 try sandbox.model.registerTeam(teamID: team, keyID: kid, publicKeyPEM: key.publicKey.spkiPEM, clientIDs: [clientID])
             }
@@ -56,6 +57,7 @@ struct TransferWorld {
         for name in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"] { env.removeValue(forKey: name) }
         env["SIWA_TEAMS_FILE"] = teamsFile
         env["SIWA_APPLE_BASE_URL"] = sandbox.baseURL
+        env["SIWA_SANDBOX_MODE"] = "1"   // the sandbox signs notifications: verify with its keys
         env["SIWA_LOG_FORMAT"] = "json"
         return env
     }
