@@ -5,6 +5,7 @@ import Lifecycle
 import Postgres
 import Queue
 import SIWAJobs
+import Synchronization
 
 /// What `work` and `notifications serve` add beside their main service: the heartbeat into the
 /// worker registry (`siwa-jobs workers`), and for `work` the LISTEN loop that wakes the worker.
@@ -40,10 +41,19 @@ enum Registration {
         try context.configuration.heartbeat(interval: arguments[heartbeatSeconds], timeout: arguments[heartbeatTimeout])
     }
 
-    /// What a worker holds at a heartbeat: its leased items, and the Apple rate `appleRate`
-    /// reports (none until a shared rate budget feeds it).
-    static func load(of worker: Worker, appleRate: @escaping @Sendable () -> Double? = { nil }) -> WorkerLoadSource {
-        { WorkerLoad(inFlight: worker.itemsInFlight, appleRate: appleRate()) }
+    /// What a worker holds at a heartbeat: its leased items, and the Apple requests per second
+    /// it sent since the previous heartbeat (`calls`; nil at the first heartbeat).
+    static func load(of worker: Worker, calls: AppleCallMetrics, clock: any WallClock) -> WorkerLoadSource {
+        let previous = Mutex<(calls: Int, at: Date)?>(nil)
+        return {
+            let now = (calls: calls.totalCalls, at: clock.now)
+            let rate = previous.withLock { last -> Double? in
+                defer { last = now }
+                guard let last, now.at > last.at else { return nil }
+                return Double(now.calls - last.calls) / now.at.timeIntervalSince(last.at)
+            }
+            return WorkerLoad(inFlight: worker.itemsInFlight, appleRate: rate)
+        }
     }
 
     /// `service` wrapped in a heartbeat: this process is in `siwa.workers` while `service` runs.

@@ -78,7 +78,7 @@ enum WorkCommand: Command {
         var services: [any Service] = [Registration.heartbeat(
             around: WorkerService(worker: worker), command: "work", workerID: configuration.workerID,
             concurrency: configuration.concurrency, kinds: handlers.map(\.kind), settings: heartbeat, pool: wiring.pool,
-            context: context, logger: logger, load: Registration.load(of: worker))]
+            context: context, logger: logger, load: Registration.load(of: worker, calls: wiring.appleCalls, clock: context.clock))]
         if let listening = Registration.listener(waking: worker, settings: listen, logger: logger) { services.append(listening) }
         // A graceful stop ends every rate wait at once: those items are released, never sent.
         services.append(LoopService(onStop: { wiring.budgets.stop() }) {})

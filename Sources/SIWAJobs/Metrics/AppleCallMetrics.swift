@@ -43,6 +43,9 @@ public final class AppleCallMetrics: Sendable {
         return counters[e][s].value
     }
 
+    /// Calls so far to every endpoint, whatever their status.
+    public var totalCalls: Int { counters.reduce(0) { $0 + $1.reduce(0) { $0 + $1.value } } }
+
     /// `siwa_apple_calls_total{endpoint,status}` (non-zero rows only) and
     /// `siwa_apple_call_duration_seconds` (endpoints that were called).
     public var families: [MetricFamily] {
