@@ -25,6 +25,8 @@ public struct AccountImporter: Sendable {
     let pool: PostgresPool
     let keyring: TokenKeyring
     var batchSize = 5_000
+    /// Test seam: sees the staging table inside the import's transaction, before it is applied.
+    var inspectStaging: @Sendable (PostgresConnection) async throws -> Void = { _ in }
 
     public init(pool: PostgresPool, keyring: TokenKeyring) {
         self.pool = pool
@@ -100,6 +102,7 @@ public struct AccountImporter: Sendable {
         }
         report.rejected = errors.count
         report.errors = errors.messages
+        try await inspectStaging(tx)
         if reader.fileError != nil || (errors.count > 0 && rejects == nil) {
             report.tokensSealed = 0
             throw Refused(report: report)
