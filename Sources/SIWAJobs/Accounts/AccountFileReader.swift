@@ -88,10 +88,7 @@ struct AccountFileReader {
             jsonBuffer = []
             if format == .jsonLines && sawByteOrderMark { data = data.dropFirst(3) }
         }
-        switch format {
-        case .jsonLines: feedJSON(data)
-        default: feedCSV(Array(data))
-        }
+        if format == .jsonLines { feedJSON(data) } else { feedCSV(Array(data)) }
     }
 
     private mutating func finish() {

@@ -163,15 +163,15 @@ public struct AccountImporter: Sendable {
         var found: [ImportRowError] = []
         for column in ["external_user_id", "sub"] {
             let rows = try await tx.query("""
-                SELECT line_no, first, external_user_id, sub FROM (
+                SELECT line_no, first_line, external_user_id, sub FROM (
                     SELECT line_no, external_user_id, sub,
-                           first_value(line_no) OVER (PARTITION BY \(unsafeSQL: column) ORDER BY line_no) AS first,
+                           first_value(line_no) OVER (PARTITION BY \(unsafeSQL: column) ORDER BY line_no) AS first_line,
                            count(*) OVER (PARTITION BY \(unsafeSQL: column)) AS n
                     FROM account_import WHERE reject IS NULL) d
-                WHERE n > 1 AND line_no <> first ORDER BY line_no
+                WHERE n > 1 AND line_no <> first_line ORDER BY line_no
                 """)
             for row in rows {
-                let line: Int = try row.decode("line_no"), first: Int = try row.decode("first")
+                let line: Int = try row.decode("line_no"), first: Int = try row.decode("first_line")
                 found.append(ImportRowError(line: line, field: column, reason: "duplicate of line \(first)",
                                             externalUserID: try row.decode("external_user_id"), sub: try row.decode("sub")))
             }
