@@ -15,7 +15,7 @@ struct ImportedAccount: Sendable {
 
 /// A refused row: its line, the field at fault (nil for the row as a whole) and why. Never holds
 /// a field's value except the row's `external_user_id` and `sub`, which identify it.
-struct ImportRowError: Sendable, Equatable {
+struct ImportRowError: Error, Sendable, Equatable {
     let line: Int
     let field: String?
     let reason: String
