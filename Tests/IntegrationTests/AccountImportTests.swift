@@ -72,6 +72,14 @@ import Testing
         #expect(!text.contains(ImportAccount.tokenMarker), "no token in the rejects file")
         let again = try await world.run(["accounts", "import", path, "--rejects", rejects])
         #expect(again.status == 65 && again.stderr.contains("exists"), "a rejects file is never overwritten: \(again.stderr)")
+
+        // Against what is stored: a known user with another sub, and a new user with a stored sub.
+        let clash = [ImportAccount.header, "\(accounts[1].user),0099.changed.1,,,", "new-user,\(accounts[0].sub),,,"]
+        let clashRun = try await world.run(["accounts", "import", try world.write(clash.joined(separator: "\n"), name: "clash.csv")])
+        #expect(clashRun.status == 65, "\(clashRun.stderr)")
+        #expect(clashRun.stderr.contains("line 2: sub: differs from the sub of account"), "\(clashRun.stderr)")
+        #expect(clashRun.stderr.contains("line 3: sub: already belongs to account"), "\(clashRun.stderr)")
+        #expect(try await Self.accountCount(world) == 6)
         await world.tearDown()
     }
 

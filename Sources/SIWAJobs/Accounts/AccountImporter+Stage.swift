@@ -12,38 +12,46 @@ extension AccountImporter {
         let consentRevoked: Bool
     }
 
-    /// What one batch did: rows refused against stored accounts, tokens sealed.
+    /// What one batch did: rows refused against stored accounts, tokens sealed, and the staging
+    /// rows as `COPY` CSV.
     struct Staged {
         var errors: [ImportRowError] = []
         var sealed = 0
+        var copyData: [UInt8] = []
     }
 
-    /// Matches a batch to stored accounts, gives new accounts ids from the table's sequence, seals
-    /// new or changed tokens (AAD: the account id) and, when `copy`, sends the good rows to the
-    /// staging table with one `COPY`. Plaintext tokens never leave this function.
+    /// Matches a batch to stored accounts by `external_user_id` (when `lookup`: the client had
+    /// accounts when the import started), gives new accounts ids from the table's sequence, seals
+    /// new or changed tokens (AAD: the account id) and renders the staging rows. Without `seal`
+    /// (the file is refused already: only its errors are still looked for) nothing is sealed and
+    /// new rows get the placeholder id `-line`. Plaintext tokens never leave this function.
+    /// Queries run on `side`, beside the transaction.
     /// - Throws: `CryptoError` when sealing fails; `DatabaseError`.
-    func stageBatch(_ rows: [ImportedAccount], target: Target, copy: Bool, _ tx: PostgresConnection) async throws -> Staged {
-        let byExternal = try await knownAccounts(rows, target: target, tx)
-        let subOwners = try await subOwners(rows, target: target, tx)
+    func prepareBatch(_ rows: [ImportedAccount], target: Target, lookup: Bool, seal: Bool,
+                      _ side: PostgresConnection) async throws -> Staged {
+        var byExternal: [String: Known] = [:]
+        if lookup { byExternal = try await knownAccounts(rows, target: target, side) }
         var staged = Staged()
         var accepted: [(row: ImportedAccount, known: Known?)] = []
         accepted.reserveCapacity(rows.count)
         for row in rows {
             let known = byExternal[row.externalUserID]
-            if let error = refusal(row, known: known, owner: subOwners[row.sub]) {
+            if let error = refusal(row, known: known) {
                 staged.errors.append(error)
             } else {
                 accepted.append((row, known))
             }
         }
-        guard copy, !accepted.isEmpty else { return staged }
-        var newIDs = try await allocateIDs(accepted.filter { $0.known == nil }.count, tx).makeIterator()
+        guard !accepted.isEmpty else { return staged }
+        var newIDs = try await allocateIDs(seal ? accepted.filter { $0.known == nil }.count : 0, side).makeIterator()
         var out: [UInt8] = []
-        out.reserveCapacity(accepted.count * 220)
+        out.reserveCapacity(accepted.count * 240)
         for (row, known) in accepted {
-            guard let id = known?.id ?? newIDs.next() else { throw AccountImportError("the id sequence returned too few ids") }
+            guard let id = known?.id ?? (seal ? newIDs.next() : Int64(-row.line)) else {
+                throw AccountImportError("the id sequence returned too few ids")
+            }
             var sealed: (ciphertext: [UInt8], keyID: String, fingerprint: String)?
-            if let token = row.refreshToken {
+            if seal, let token = row.refreshToken {
                 let fingerprint = Fingerprint.of(token)
                 if known?.fingerprint != fingerprint {
                     let result = try keyring.seal(token, accountAAD: String(id))
@@ -53,17 +61,12 @@ extension AccountImporter {
             }
             Self.appendCopyLine(row, id: id, isNew: known == nil, sealed: sealed, to: &out)
         }
-        let chunk = [out]
-        _ = try await tx.copyFrom("""
-            COPY account_import (line_no, id, is_new, external_user_id, sub, email, is_private_email, token_checked_at,
-                                 token_changed, ciphertext, key_id, fingerprint)
-            FROM STDIN WITH (FORMAT csv)
-            """, chunks: chunk)
+        staged.copyData = out
         return staged
     }
 
     /// Why a row cannot be applied to what is stored, or nil.
-    private func refusal(_ row: ImportedAccount, known: Known?, owner: (id: Int64, clientID: String, externalUserID: String)?) -> ImportRowError? {
+    private func refusal(_ row: ImportedAccount, known: Known?) -> ImportRowError? {
         func error(_ field: String, _ reason: String) -> ImportRowError {
             ImportRowError(line: row.line, field: field, reason: reason, externalUserID: row.externalUserID, sub: row.sub)
         }
@@ -76,10 +79,6 @@ extension AccountImporter {
             if known.consentRevoked, let token = row.refreshToken, Fingerprint.of(token) != known.fingerprint {
                 return error("refresh_token", "the user revoked consent for account \(known.id); a new token comes from a new sign-in")
             }
-        }
-        if let owner, owner.id != known?.id {
-            return error("sub", "already belongs to account \(owner.id) of this team (client \(owner.clientID), "
-                + "external_user_id '\(owner.externalUserID)')")
         }
         return nil
     }
@@ -96,19 +95,6 @@ extension AccountImporter {
             map[try row.decode("external_user_id")] = Known(
                 id: try row.decode("id"), sub: try row.decode("sub"), fingerprint: try row.decode("refresh_token_fingerprint"),
                 deleted: try row.decode("deleted"), consentRevoked: try row.decode("consent_revoked"))
-        }
-        return map
-    }
-
-    private func subOwners(_ rows: [ImportedAccount], target: Target,
-                           _ tx: PostgresConnection) async throws -> [String: (id: Int64, clientID: String, externalUserID: String)] {
-        let result = try await tx.query("""
-            SELECT id, sub, client_id, external_user_id FROM siwa.accounts
-            WHERE team_id = \(target.teamID) AND sub = ANY(\(rows.map(\.sub)))
-            """)
-        var map: [String: (id: Int64, clientID: String, externalUserID: String)] = [:]
-        for row in result {
-            map[try row.decode("sub")] = (try row.decode("id"), try row.decode("client_id"), try row.decode("external_user_id"))
         }
         return map
     }
@@ -138,7 +124,7 @@ extension AccountImporter {
         out += Array((sealed == nil ? "f," : "t,").utf8)
         if let sealed {
             out += Array("\\x".utf8)
-            out += Array(Hex.encode(sealed.ciphertext).utf8)
+            appendHex(sealed.ciphertext, to: &out)
             out.append(0x2C)
             CSVCopyStream.Iterator.appendQuoted(sealed.keyID, to: &out)
             out.append(0x2C)
@@ -147,5 +133,15 @@ extension AccountImporter {
             out += Array(",,".utf8)
         }
         out.append(0x0A)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Two lower-case hex digits per byte (bytea's hex input), written in place.
+    static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+        for byte in bytes {
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0x0F)])
+        }
     }
 }

@@ -8,11 +8,13 @@ import SIWACore
 /// - **Tokens never reach PostgreSQL in plaintext**: each refresh token is sealed in this process
 ///   (AES-256-GCM under the current key, bound to the account id as every stored token is,
 ///   `TokenKeyring`) before its row is sent; staging holds only ciphertext and fingerprints.
-/// - **One transaction, streamed**: rows are read in batches of `batchSize`, matched to stored
-///   accounts (one round trip), new accounts get their ids from the table's sequence, and the
-///   batch is sent with `COPY` into a temporary staging table; then duplicates are found in SQL
-///   and the accounts are inserted and updated in two statements. Imports into one team and client
-///   take the advisory lock `accounts-import:TEAM:CLIENT` (one at a time).
+/// - **One transaction, streamed** (`AccountImporter+Stream`): rows are read in batches of
+///   `batchSize`, matched to stored accounts (one round trip on a second connection, skipped when
+///   the client had no account), new accounts get their ids from the table's sequence, and the
+///   batch is sent with `COPY` into a temporary staging table while the next batch is prepared;
+///   then duplicates and `sub`s held by other accounts are found in SQL, and the accounts are
+///   inserted and updated in two statements. Imports into one team and client take the advisory
+///   lock `accounts-import:TEAM:CLIENT` (one at a time).
 /// - **Idempotent**: a token is compared by its fingerprint (SHA-256), not by ciphertext, so the
 ///   same file loaded again seals nothing and changes 0 rows. Empty optional fields keep the
 ///   stored value; a token revoked since (wiped, fingerprint kept) is not restored.
@@ -85,20 +87,14 @@ public struct AccountImporter: Sendable {
         var reader = AccountFileReader(input: input)
         var errors = ImportErrors(rejects: rejects)
         var report = AccountImportReport()
-        while let batch = reader.next(size: batchSize) {
-            report.rows += batch.rows.count + batch.errors.filter { $0 != reader.fileError }.count
-            for error in batch.errors { try errors.add(error) }
-            guard !batch.rows.isEmpty else { continue }
-            let stage = errors.count == 0 || rejects != nil
-            let staged = try await stageBatch(batch.rows, target: target, copy: stage, tx)
-            for error in staged.errors { try errors.add(error) }
-            report.tokensSealed += staged.sealed
-        }
+        try await stream(&reader, into: target, errors: &errors, report: &report, tx)
         report.bytes = reader.bytes
         report.format = (reader.format ?? .csv).rawValue
         report.notes = reader.notes
-        if reader.fileError == nil && (errors.count == 0 || rejects != nil) {
-            for error in try await duplicates(markRejected: rejects != nil, tx) { try errors.add(error) }
+        if reader.fileError == nil {
+            try await markDuplicates(tx)
+            try await markSubConflicts(target, tx)
+            try await collectRejected(&errors, tx)
         }
         report.rejected = errors.count
         report.errors = errors.messages
@@ -156,32 +152,50 @@ public struct AccountImporter: Sendable {
         report.unchanged = (try existing.first?.decode("n", as: Int.self) ?? 0) - report.updated
     }
 
-    /// Rows whose `external_user_id` or `sub` an earlier row of the file has: with `markRejected`
-    /// the later ones are rejected (the first stays), else every repetition is an error (the
-    /// file is refused). Messages name the first line.
-    private func duplicates(markRejected: Bool, _ tx: PostgresConnection) async throws -> [ImportRowError] {
-        var found: [ImportRowError] = []
+    /// Rows whose `external_user_id` or `sub` an earlier row of the file has are rejected (the
+    /// first stays), naming that first line. A grouped check runs first; the window query only
+    /// when there is a duplicate.
+    private func markDuplicates(_ tx: PostgresConnection) async throws {
         for column in ["external_user_id", "sub"] {
-            let rows = try await tx.query("""
-                SELECT line_no, first_line, external_user_id, sub FROM (
-                    SELECT line_no, external_user_id, sub,
-                           first_value(line_no) OVER (PARTITION BY \(unsafeSQL: column) ORDER BY line_no) AS first_line,
-                           count(*) OVER (PARTITION BY \(unsafeSQL: column)) AS n
-                    FROM account_import WHERE reject IS NULL) d
-                WHERE n > 1 AND line_no <> first_line ORDER BY line_no
+            let any = try await tx.query("""
+                SELECT EXISTS (SELECT 1 FROM account_import WHERE reject IS NULL
+                               GROUP BY \(unsafeSQL: column) HAVING count(*) > 1) AS found
                 """)
+            guard try any.first?.decode("found", as: Bool.self) == true else { continue }
+            try await tx.execute("""
+                UPDATE account_import s SET reject_field = \(column), reject = 'duplicate of line ' || d.first_line
+                FROM (SELECT line_no, first_value(line_no) OVER (PARTITION BY \(unsafeSQL: column) ORDER BY line_no) AS first_line
+                      FROM account_import WHERE reject IS NULL) d
+                WHERE s.line_no = d.line_no AND d.line_no <> d.first_line
+                """)
+        }
+    }
+
+    /// Rows whose `sub` another account of the team holds (`accounts_team_sub_key`), in one join.
+    private func markSubConflicts(_ target: Target, _ tx: PostgresConnection) async throws {
+        try await tx.execute("""
+            UPDATE account_import s SET reject_field = 'sub',
+                reject = 'already belongs to account ' || a.id || ' of this team (client ' || a.client_id
+                         || ', external_user_id ''' || a.external_user_id || ''')'
+            FROM siwa.accounts a
+            WHERE a.team_id = \(target.teamID) AND a.sub = s.sub AND a.id <> s.id AND s.reject IS NULL
+            """)
+    }
+
+    /// The rows the checks above rejected, in line order, as errors (and rejects-file lines).
+    private func collectRejected(_ errors: inout ImportErrors, _ tx: PostgresConnection) async throws {
+        var last = 0
+        while true {
+            let rows = try await tx.query("""
+                SELECT line_no, reject_field, reject, external_user_id, sub FROM account_import
+                WHERE reject IS NOT NULL AND line_no > \(last) ORDER BY line_no LIMIT 10000
+                """)
+            guard !rows.isEmpty else { return }
             for row in rows {
-                let line: Int = try row.decode("line_no"), first: Int = try row.decode("first_line")
-                found.append(ImportRowError(line: line, field: column, reason: "duplicate of line \(first)",
-                                            externalUserID: try row.decode("external_user_id"), sub: try row.decode("sub")))
-            }
-            if markRejected && !rows.isEmpty {
-                let lines = found.filter { $0.field == column }.map(\.line)
-                try await tx.execute("""
-                    UPDATE account_import SET reject_field = \(column), reject = 'duplicate' WHERE line_no = ANY(\(lines))
-                    """)
+                last = try row.decode("line_no")
+                try errors.add(ImportRowError(line: last, field: try row.decode("reject_field"), reason: try row.decode("reject"),
+                                              externalUserID: try row.decode("external_user_id"), sub: try row.decode("sub")))
             }
         }
-        return found
     }
 }
