@@ -30,6 +30,8 @@ struct AccountFileReader {
     private(set) var fileError: ImportRowError?
     private var csv = CSVRecordParser()
     private var columns: [String]?
+    /// Each column's position, from the header.
+    private var columnIndex: [String: Int] = [:]
     private var jsonBuffer: [UInt8] = []
     private var jsonLine = 1
     private var sawByteOrderMark = false
@@ -102,18 +104,22 @@ struct AccountFileReader {
             if pending.rows.isEmpty && pending.errors.isEmpty && jsonLine == 1 { fail(.init(line: 1, field: nil, reason: "the file is empty")) }
             return
         }
-        var events: [CSVRecordParser.Event] = []
-        csv.finish { events.append($0) }
-        events.forEach { csvEvent($0) }
+        var parser = CSVRecordParser()
+        swap(&parser, &csv)
+        parser.finish { csvEvent($0) }
+        swap(&parser, &csv)
         if columns == nil { fail(ImportRowError(line: 1, field: nil, reason: "the file is empty: expected a header such as 'external_user_id,sub,refresh_token'")) }
     }
 
     // MARK: CSV
 
+    /// Records are handled as they are parsed (the parser is moved out of `self` meanwhile), so
+    /// a chunk's records are never all held at once.
     private mutating func feedCSV(_ data: [UInt8]) {
-        var events: [CSVRecordParser.Event] = []
-        csv.feed(data) { events.append($0) }
-        events.forEach { csvEvent($0) }
+        var parser = CSVRecordParser()
+        swap(&parser, &csv)
+        defer { swap(&parser, &csv) }
+        parser.feed(data) { csvEvent($0) }
     }
 
     private mutating func csvEvent(_ event: CSVRecordParser.Event) {
@@ -131,9 +137,8 @@ struct AccountFileReader {
                     + "(\((columns ?? []).joined(separator: ","))), found \(fields.count)"))
                 return
             }
-            var values: [String: AccountColumns.Value] = [:]
-            for (name, field) in zip(columns, fields) { values[name] = .text(field) }
-            append(AccountColumns.check(values, line: line))
+            let index = columnIndex
+            append(AccountColumns.check(line: line) { name in index[name].map { .text(fields[$0]) } })
         }
     }
 
@@ -153,6 +158,7 @@ struct AccountFileReader {
             return
         }
         columns = names
+        for (position, name) in names.enumerated() { columnIndex[name] = position }
     }
 
     private mutating func append(_ result: Result<ImportedAccount, ImportRowError>) {

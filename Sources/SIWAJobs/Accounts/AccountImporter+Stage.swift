@@ -27,7 +27,7 @@ extension AccountImporter {
     /// new rows get the placeholder id `-line`. Plaintext tokens never leave this function.
     /// Queries run on `side`, beside the transaction.
     /// - Throws: `CryptoError` when sealing fails; `DatabaseError`.
-    func prepareBatch(_ rows: [ImportedAccount], target: Target, lookup: Bool, seal: Bool,
+    func prepareBatch(_ rows: [ImportedAccount], target: Target, lookup: Bool, seal: Bool, sequence: String,
                       _ side: PostgresConnection) async throws -> Staged {
         var byExternal: [String: Known] = [:]
         if lookup { byExternal = try await knownAccounts(rows, target: target, side) }
@@ -43,7 +43,8 @@ extension AccountImporter {
             }
         }
         guard !accepted.isEmpty else { return staged }
-        var newIDs = try await allocateIDs(seal ? accepted.filter { $0.known == nil }.count : 0, side).makeIterator()
+        var newIDs = try await allocateIDs(seal ? accepted.filter { $0.known == nil }.count : 0, sequence: sequence, side)
+            .makeIterator()
         var out: [UInt8] = []
         out.reserveCapacity(accepted.count * 240)
         for (row, known) in accepted {
@@ -99,12 +100,13 @@ extension AccountImporter {
         return map
     }
 
-    private func allocateIDs(_ count: Int, _ tx: PostgresConnection) async throws -> [Int64] {
+    /// `count` new ids from `sequence` (the accounts' identity sequence), in one round trip.
+    private func allocateIDs(_ count: Int, sequence: String, _ tx: PostgresConnection) async throws -> [Int64] {
         guard count > 0 else { return [] }
         let rows = try await tx.query("""
-            SELECT nextval(pg_get_serial_sequence('siwa.accounts', 'id')) AS id FROM generate_series(1, \(count))
+            SELECT array_agg(nextval(\(sequence)::regclass)) AS ids FROM generate_series(1, \(count))
             """)
-        return try rows.map { try $0.decode("id") }
+        return try rows.first?.decode("ids", as: [Int64].self) ?? []
     }
 
     /// One staging row as COPY CSV: strings always quoted, absent values unquoted empty (NULL).

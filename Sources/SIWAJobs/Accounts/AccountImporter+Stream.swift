@@ -16,9 +16,11 @@ extension AccountImporter {
     func stream(_ reader: inout AccountFileReader, into target: Target, errors: inout ImportErrors,
                 report: inout AccountImportReport, _ tx: PostgresConnection) async throws {
         let known = try await tx.query("""
-            SELECT EXISTS (SELECT 1 FROM siwa.accounts WHERE team_id = \(target.teamID) AND client_id = \(target.clientID)) AS any
+            SELECT EXISTS (SELECT 1 FROM siwa.accounts WHERE team_id = \(target.teamID) AND client_id = \(target.clientID)) AS any,
+                   pg_get_serial_sequence('siwa.accounts', 'id') AS sequence
             """)
         let lookup = try known.first?.decode("any", as: Bool.self) ?? true
+        let sequence = try known.first?.decode("sequence", as: String.self) ?? "siwa.accounts_id_seq"
         let keepsGoing = errors.rejects != nil
         try await pool.withConnection { side in
             // The COPY of the previous batch, awaited before the next one starts and before this
@@ -30,7 +32,7 @@ extension AccountImporter {
                     for error in batch.errors { try errors.add(error) }
                     guard !batch.rows.isEmpty else { continue }
                     let seal = errors.count == 0 || keepsGoing
-                    let staged = try await prepareBatch(batch.rows, target: target, lookup: lookup, seal: seal, side)
+                    let staged = try await prepareBatch(batch.rows, target: target, lookup: lookup, seal: seal, sequence: sequence, side)
                     for error in staged.errors { try errors.add(error) }
                     report.tokensSealed += staged.sealed
                     if let previous = inFlight { try await previous.value }

@@ -46,10 +46,15 @@ enum AccountColumns {
     /// Checks one row's values by column name.
     /// - Returns: the account, or the first error (field and reason, never the value).
     static func check(_ values: [String: Value], line: Int) -> Result<ImportedAccount, ImportRowError> {
+        check(line: line) { values[$0] }
+    }
+
+    /// Checks one row; `value` gives a column's value by name (nil: absent).
+    static func check(line: Int, _ value: (String) -> Value?) -> Result<ImportedAccount, ImportRowError> {
         var error: ImportRowError?
         func fail(_ field: String?, _ reason: String) { if error == nil { error = ImportRowError(line: line, field: field, reason: reason) } }
         func text(_ name: String) -> [UInt8]? {
-            switch values[name] {
+            switch value(name) {
             case .text(let bytes)?: return bytes.isEmpty ? nil : bytes
             case .bool?: fail(name, "expected text, found a boolean"); return nil
             case nil: return nil
@@ -58,7 +63,7 @@ enum AccountColumns {
         let user = text("external_user_id"), sub = text("sub"), token = text("refresh_token"), email = text("email")
         let checkedAt = text("token_checked_at")
         var isPrivate: Bool?
-        switch values["is_private_email"] {
+        switch value("is_private_email") {
         case .bool(let flag)?: isPrivate = flag
         case .text(let bytes)? where !bytes.isEmpty:
             isPrivate = parseBool(bytes)
