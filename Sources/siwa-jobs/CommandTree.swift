@@ -15,6 +15,10 @@ enum CommandTree {
         .command(ClientSecretCommand.self),
         .command(KeygenCommand.self),
         .command(SeedCommand.self),
+        .group("accounts", abstract: "bulk import and export of accounts (README: Importing accounts)", [
+            AccountsImportCommand.self, AccountsExportCommand.self,
+        ]),
+        .group("tokens", abstract: "stored refresh tokens", [TokensRekeyCommand.self]),
         .group("enqueue", abstract: "plan a job", [
             EnqueueRefreshValidation.self, EnqueueRevocationSweep.self, EnqueueNotifications.self, EnqueueNoop.self,
         ]),

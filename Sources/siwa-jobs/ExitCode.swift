@@ -13,7 +13,7 @@ import SIWAJobs
 /// | 0 | done; every item succeeded |
 /// | 1 | finished with item failures; or nothing found, refused by the queue, a mismatch |
 /// | 64 | usage error (names the flag) |
-/// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV, a malformed JWKS file, a team or client without accounts (a likely typo) |
+/// | 65 | refused data: a changed migration, a transfer rule, an invalid CSV or accounts file, a malformed JWKS file, a team or client without accounts (a likely typo) |
 /// | 66 | an input file cannot be read (`token verify --jwks FILE`, `transfer import-csv FILE`), with the reason |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
@@ -55,6 +55,19 @@ struct ExitCode: Equatable, Sendable {
         return report.databaseUnreachable ? .temporaryFailure : .success
     }
 
+    /// `accounts import`: 65 when the file was refused (nothing written), 1 when it loaded with
+    /// rows rejected (`--rejects`), else 0.
+    static func of(_ report: AccountImportReport) -> ExitCode {
+        if !report.applied { return .dataError }
+        return report.rejected > 0 ? .failure : .success
+    }
+
+    /// `tokens rekey`: 1 when tokens are left under another key than the current one (unreadable,
+    /// or changed meanwhile more often than the passes could follow), else 0.
+    static func of(_ report: TokenRekeyReport) -> ExitCode {
+        report.remaining > 0 || report.unreadable > 0 ? .failure : .success
+    }
+
     /// `token verify`: 0 verified, 1 rejected.
     static func of(_ outcome: TokenVerification.Outcome) -> ExitCode {
         if case .verified = outcome { return .success }
@@ -81,6 +94,8 @@ struct ExitCode: Equatable, Sendable {
             return (.dataError, ["refused: \(error)"])
         case let error as EnqueueError:
             return (.failure, ["\(error)"])
+        case let error as AccountImportError:
+            return (.dataError, ["refused: \(error)"])
         case let error as SeedConflictError:
             return (.failure, ["\(error)"])
         case let error as InputFileError:

@@ -22,6 +22,9 @@ public struct TokenKeyring: Sendable {
         (try current.seal(token, aad: Array(accountAAD.utf8)), current.keyID)
     }
 
+    /// The previous keys' ids, sorted (`SIWA_TOKEN_KEYS_PREVIOUS`), for `doctor`.
+    public var previousKeyIDs: [String] { byID.keys.filter { $0 != current.keyID }.sorted() }
+
     /// True when a key with this id is configured (current or previous).
     public func knows(keyID: String) -> Bool { byID[keyID] != nil }
 

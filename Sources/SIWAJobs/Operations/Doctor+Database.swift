@@ -4,8 +4,8 @@ import Postgres
 extension Doctor {
     /// Database reachability, writability (a hot standby or read-only transactions fail, as the
     /// worker would stop on them), clock skew (more than 30 s fails: client secrets carry
-    /// iat/exp), migrations (pending, changed, or newer than this binary), and one stored token
-    /// opened with the configured keys. A database failure that may pass (unreachable, read-only)
+    /// iat/exp), migrations (pending, changed, or newer than this binary), one stored token
+    /// opened with the configured keys, and stored tokens per key id. A database failure that may pass (unreachable, read-only)
     /// counts as `databaseUnreachable` (exit 75); one of the settings or the schema as a problem.
     func checkDatabase(_ report: inout DoctorReport) async throws {
         let where_ = configuration.postgres.redactedDescription
@@ -41,6 +41,7 @@ extension Doctor {
             }
             if migrations.pending.isEmpty, let ring = try? configuration.keyring() {
                 try await checkStoredToken(connection, keyring: ring, &report)
+                try await checkTokenKeys(connection, keyring: ring, &report)
             }
             if migrations.pending.isEmpty { try await checkWorkerVersions(connection, &report) }
         } catch let error as DatabaseError {

@@ -17,7 +17,8 @@
 ///   characters, no spaces).
 ///
 /// Bytes are fed in chunks of any size; rows and errors come out with the 1-based line number
-/// where the row starts. Duplicates are not checked here (the loader checks them in SQL).
+/// where the row starts. Duplicates are not checked here (the loader checks them in SQL). The
+/// tokenizing (quotes, line endings, byte-order mark, UTF-16) is `CSVRecordParser`'s.
 struct TransferCSVParser {
     enum Event: Equatable {
         case row(line: Int, externalUserID: String, transferSub: String)
@@ -28,155 +29,48 @@ struct TransferCSVParser {
     static let maxUserIDBytes = 512
     static let maxTransferSubBytes = 256
 
-    private enum State { case fieldStart, unquoted, quoted, quoteInQuoted, carriageReturn }
-
-    private var state = State.fieldStart
-    private var line = 1
-    private var rowLine = 1
-    private var field: [UInt8] = []
-    private var fields: [[UInt8]] = []
-    private var rowError: String?
-    private var atFileStart = true
-    private var pendingStart: [UInt8] = []
+    private var records = CSVRecordParser()
     private var headerSeen = false
-    private(set) var sawByteOrderMark = false
+    var sawByteOrderMark: Bool { records.sawByteOrderMark }
     /// The first line that ended in CRLF, if any.
-    private(set) var firstCRLFLine: Int?
+    var firstCRLFLine: Int? { records.firstCRLFLine }
     /// Set when the file cannot be parsed at all (UTF-16); no further events are produced.
-    private(set) var fatal: String?
+    var fatal: String? { records.fatal }
 
     /// Parses `bytes`, calling `emit` for each complete row or error.
     mutating func feed(_ bytes: [UInt8], _ emit: (Event) -> Void) {
-        guard fatal == nil else { return }
-        if atFileStart {
-            pendingStart += bytes
-            guard pendingStart.count >= 3 else { return }
-            startBody(emit)
-            return
-        }
-        for byte in bytes { step(byte, emit) }
+        var events: [CSVRecordParser.Event] = []
+        records.feed(bytes) { events.append($0) }
+        for event in events { handle(event, emit) }
     }
 
     /// Ends the input: closes the last row (a missing final newline is fine).
     mutating func finish(_ emit: (Event) -> Void) {
-        if atFileStart { startBody(emit) }
-        guard fatal == nil else { return }
-        switch state {
-        case .quoted:
-            emit(.error(line: rowLine, message: "a quoted field is not closed before the end of the file"))
-            headerSeen = true
-        case .carriageReturn:
-            if rowError == nil { rowError = "a carriage return is not followed by a line feed" }
-            endRow(emit)
-        case .fieldStart where fields.isEmpty && field.isEmpty:
-            break
-        default:
-            endRow(emit)
-        }
+        var events: [CSVRecordParser.Event] = []
+        records.finish { events.append($0) }
+        for event in events { handle(event, emit) }
         if !headerSeen {
             emit(.error(line: 1, message: "the file is empty: expected the header 'external_user_id,transfer_sub'"))
             headerSeen = true
         }
     }
 
-    /// The first bytes: a UTF-8 byte-order mark is skipped, a UTF-16 one is fatal.
-    private mutating func startBody(_ emit: (Event) -> Void) {
-        atFileStart = false
-        var body = pendingStart[...]
-        pendingStart = []
-        if body.starts(with: [0xEF, 0xBB, 0xBF]) {
-            sawByteOrderMark = true
-            body = body.dropFirst(3)
-        } else if body.starts(with: [0xFF, 0xFE]) || body.starts(with: [0xFE, 0xFF]) {
-            let message = "the file is UTF-16 (byte-order mark FF FE or FE FF): save it as UTF-8"
-            fatal = message
-            emit(.error(line: 1, message: message))
-            return
-        } else if body.prefix(4).contains(0) {
-            let message = "the file starts with NUL bytes: it looks like UTF-16 without a byte-order mark; save it as UTF-8"
-            fatal = message
-            emit(.error(line: 1, message: message))
-            return
-        }
-        for byte in body { step(byte, emit) }
-    }
-
-    private mutating func step(_ byte: UInt8, _ emit: (Event) -> Void) {
-        switch state {
-        case .fieldStart:
-            switch byte {
-            case 0x22: state = .quoted
-            case 0x2C: endField()
-            case 0x0A: endRow(emit)
-            case 0x0D: state = .carriageReturn
-            default: field.append(byte); state = .unquoted
-            }
-        case .unquoted:
-            switch byte {
-            case 0x2C: endField(); state = .fieldStart
-            case 0x0A: endRow(emit)
-            case 0x0D: state = .carriageReturn
-            case 0x22:
-                if rowError == nil { rowError = "a quote inside an unquoted field (quote the whole field and double the quote)" }
-            default: field.append(byte)
-            }
-        case .quoted:
-            if byte == 0x22 {
-                state = .quoteInQuoted
-            } else {
-                if byte == 0x0A { line += 1 }
-                field.append(byte)
-            }
-        case .quoteInQuoted:
-            switch byte {
-            case 0x22: field.append(0x22); state = .quoted
-            case 0x2C: endField(); state = .fieldStart
-            case 0x0A: endRow(emit)
-            case 0x0D: state = .carriageReturn
-            default:
-                if rowError == nil { rowError = "characters after a closing quote" }
-                state = .unquoted
-            }
-        case .carriageReturn:
-            if byte == 0x0A {
-                if firstCRLFLine == nil { firstCRLFLine = line }
-                endRow(emit)
-            } else {
-                if rowError == nil { rowError = "a carriage return is not followed by a line feed" }
-                state = .unquoted
-                step(byte, emit)
-            }
-        }
-    }
-
-    private mutating func endField() {
-        fields.append(field)
-        field.removeAll(keepingCapacity: true)
-    }
-
-    private mutating func endRow(_ emit: (Event) -> Void) {
-        let blank = fields.isEmpty && field.isEmpty && rowError == nil
-        endField()
-        let row = fields
-        let startLine = rowLine
-        let error = rowError
-        fields.removeAll(keepingCapacity: true)
-        rowError = nil
-        state = .fieldStart
-        line += 1
-        rowLine = line
-        if blank { return }
-        if let error { emit(.error(line: startLine, message: error)); if !headerSeen { headerSeen = true }; return }
-        if !headerSeen {
+    /// The first record is the header; any event before it (an error) counts as the header.
+    private mutating func handle(_ event: CSVRecordParser.Event, _ emit: (Event) -> Void) {
+        switch event {
+        case let .error(line, message):
+            headerSeen = true
+            emit(.error(line: line, message: message))
+        case let .record(line, row) where !headerSeen:
             headerSeen = true
             let names = row.map { String(decoding: $0, as: UTF8.self).trimmingSpaces().lowercased() }
             if names != Self.header {
-                emit(.error(line: startLine, message: "expected the header 'external_user_id,transfer_sub', found '"
+                emit(.error(line: line, message: "expected the header 'external_user_id,transfer_sub', found '"
                     + Self.preview(row) + "'"))
             }
-            return
+        case let .record(line, row):
+            emit(Self.validate(row, line: line))
         }
-        emit(Self.validate(row, line: startLine))
     }
 
     static func validate(_ row: [[UInt8]], line: Int) -> Event {
@@ -201,47 +95,9 @@ struct TransferCSVParser {
         return .row(line: line, externalUserID: user, transferSub: sub)
     }
 
-    /// The row for an error message: at most 80 characters, control characters, DEL and bytes
-    /// that are not valid UTF-8 shown as `\xNN`, so no raw byte from the file reaches a terminal.
-    static func preview(_ row: [[UInt8]]) -> String {
-        var bytes: [UInt8] = []
-        for (index, field) in row.enumerated() {
-            if index > 0 { bytes.append(0x2C) }
-            bytes += field
-        }
-        return escaped(bytes, limit: 80)
-    }
+    /// The row for an error message (`CSVRecordParser.preview`).
+    static func preview(_ row: [[UInt8]]) -> String { CSVRecordParser.preview(row) }
 
-    /// `bytes` as printable text: printable ASCII and valid UTF-8 sequences as they are
-    /// (except C1 controls), everything else `\xNN`; cut after `limit` characters with `...`.
-    static func escaped(_ bytes: [UInt8], limit: Int) -> String {
-        var out = ""
-        var count = 0
-        var index = 0
-        while index < bytes.count {
-            if count >= limit { return out + "..." }
-            let byte = bytes[index]
-            let length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC2 ? 2 : 0
-            if length > 1, index + length <= bytes.count,
-               let text = String(validating: bytes[index..<index + length], as: UTF8.self),
-               text.unicodeScalars.allSatisfy({ !(0x80...0x9F).contains($0.value) && $0.properties.generalCategory != .format }) {
-                out += text
-                index += length
-            } else {
-                out += (0x20...0x7E).contains(byte) ? String(UnicodeScalar(byte)) : "\\x" + String(format: "%02X", byte)
-                index += 1
-            }
-            count += 1
-        }
-        return out
-    }
-}
-
-extension String {
-    func trimmingSpaces() -> String {
-        var s = Substring(self)
-        while s.first == " " || s.first == "\t" { s.removeFirst() }
-        while s.last == " " || s.last == "\t" { s.removeLast() }
-        return String(s)
-    }
+    /// `bytes` as printable text (`CSVRecordParser.escaped`).
+    static func escaped(_ bytes: [UInt8], limit: Int) -> String { CSVRecordParser.escaped(bytes, limit: limit) }
 }

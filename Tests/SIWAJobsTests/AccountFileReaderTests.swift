@@ -1,0 +1,99 @@
+import Foundation
+import SIWACore
+import Testing
+@testable import SIWAJobs
+
+/// The `accounts import` file reader (pure, no database): CSV with a header in any column order
+/// and JSON lines, the same rows whatever the chunking, errors by line and field without values.
+@Suite struct AccountFileReaderTests {
+    static func read(_ text: String, chunk: Int = 1 << 20) throws -> (rows: [ImportedAccount], errors: [String], reader: AccountFileReader) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("reader-\(UUID().uuidString)").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let input = try InputFile.open(path)
+        defer { input.close() }
+        var reader = AccountFileReader(input: input)
+        reader.chunkSize = chunk
+        var rows: [ImportedAccount] = [], errors: [String] = []
+        while let batch = reader.next(size: 2) {
+            rows += batch.rows
+            errors += batch.errors.map(\.message)
+        }
+        return (rows, errors, reader)
+    }
+
+    static let csv = "\u{FEFF}Sub,external_user_id,refresh_token,is_private_email,token_checked_at,email\r\n"
+        + "001.a.1,u1,rA.0.x,true,2026-11-30T03:04:05Z,a@privaterelay.appleid.com\r\n"
+        + "001.b.2,\"u,2\",,f,,\r\n"
+        + "\r\n"
+        + "001.c.3,u3,rC.0.x,yes,2024-02-29 23:59:59.123456+05:30,c@example.com\r\n"
+
+    @Test(arguments: [1, 2, 5, 64, 1 << 20])
+    func csvRowsAreTheSameWhateverTheChunking(chunk: Int) throws {
+        let result = try Self.read(Self.csv, chunk: chunk)
+        #expect(result.errors.isEmpty, "\(result.errors)")
+        #expect(result.rows.map(\.externalUserID) == ["u1", "u,2", "u3"])
+        #expect(result.rows.map(\.line) == [2, 3, 5])
+        #expect(result.rows[0].refreshToken == "rA.0.x" && result.rows[1].refreshToken == nil)
+        #expect(result.rows.map(\.isPrivateEmail) == [true, false, true])
+        #expect(result.rows[1].email == nil && result.rows[2].tokenCheckedAt == "2024-02-29 23:59:59.123456+05:30")
+        #expect(result.reader.format == .csv)
+        #expect(result.reader.notes.count == 2, "byte-order mark and CRLF noted: \(result.reader.notes)")
+    }
+
+    @Test func badValuesAreNamedByLineAndFieldNeverByValue() throws {
+        let text = "external_user_id,sub,refresh_token,email,is_private_email,token_checked_at\n"
+            + "u1,,rSECRET1,,,\n"                       // 2: sub empty
+            + ",s2,rSECRET2,,,\n"                       // 3: user empty
+            + "u3,s 3,rSECRET3,,,\n"                    // 4: space in sub
+            + "u4,s4,rSECRET 4,,,\n"                    // 5: space in token
+            + "u5,s5,rSECRET5,nope,,\n"                 // 6: not an email
+            + "u6,s6,rSECRET6,,perhaps,\n"              // 7: not a boolean
+            + "u7,s7,rSECRET7,,,2023-02-29T00:00:00Z\n" // 8: no such day
+            + "u8,s8,rSECRET8,,,2026-01-01T00:00:00\n"  // 9: no offset
+            + "u9,s9\n"                                 // 10: too few columns
+            + "u10,s10,rOK,,,\n"
+        let result = try Self.read(text, chunk: 3)
+        #expect(result.errors == [
+            "line 2: sub: is empty", "line 3: external_user_id: is empty",
+            "line 4: sub: contains a space, control or non-ASCII character",
+            "line 5: refresh_token: contains a space, control or non-ASCII character",
+            "line 6: email: is not an email address (one @, no spaces or control characters)",
+            "line 7: is_private_email: expected true or false (also t/f, 1/0, yes/no)",
+            "line 8: token_checked_at: expected an RFC 3339 time with an offset, e.g. 2026-11-30T03:04:05Z",
+            "line 9: token_checked_at: expected an RFC 3339 time with an offset, e.g. 2026-11-30T03:04:05Z",
+            "line 10: expected 6 columns (external_user_id,sub,refresh_token,email,is_private_email,token_checked_at), found 2",
+        ])
+        #expect(!result.errors.joined().contains("SECRET"))
+        #expect(result.rows.map(\.externalUserID) == ["u10"])
+    }
+
+    @Test func headerProblemsRefuseTheFile() throws {
+        let unknown = try Self.read("external_user_id,sub,refresh_tokn\nu1,s1,r1\n")
+        #expect(unknown.errors.count == 1 && unknown.errors[0].hasPrefix("line 1: header: unknown column 'refresh_tokn'"), "\(unknown.errors)")
+        #expect(unknown.rows.isEmpty && unknown.reader.fileError != nil)
+        let missing = try Self.read("external_user_id,email\nu1,a@b.c\n")
+        #expect(missing.errors.first?.hasPrefix("line 1: header: missing column 'sub'") == true, "\(missing.errors)")
+        let empty = try Self.read("")
+        #expect(empty.errors.first?.hasPrefix("line 1: the file is empty") == true)
+    }
+
+    @Test(arguments: [1, 4, 1 << 20])
+    func jsonLines(chunk: Int) throws {
+        let text = #"{"external_user_id":"u1","sub":"s1","refresh_token":"r1","is_private_email":true}"# + "\n"
+            + "\n"
+            + #"{"external_user_id":42,"sub":"s2","email":null,"is_private_email":"false"}"# + "\r\n"
+            + #"{"external_user_id":"u3","sub":"s3","refresh_token":"rSECRET","colour":"red"}"# + "\n"
+            + #"["not an object"]"# + "\n"
+            + #"{"external_user_id":"u5","sub":"s5","token_checked_at":"2026-11-30T03:04:05.5-08:00"}"#
+        let result = try Self.read(text, chunk: chunk)
+        #expect(result.reader.format == .jsonLines)
+        #expect(result.rows.map(\.externalUserID) == ["u1", "42", "u5"])
+        #expect(result.rows.map(\.line) == [1, 3, 6])
+        #expect(result.rows.map(\.isPrivateEmail) == [true, false, nil])
+        #expect(result.errors == [
+            "line 4: unknown field 'colour' (fields: external_user_id, sub, refresh_token, email, is_private_email, token_checked_at)",
+            "line 5: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
+        ])
+    }
+}
