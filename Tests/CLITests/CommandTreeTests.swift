@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func everyDeclaredCommandHasSomethingToRun() {
-        #expect(Self.leaves.count == 26)   // + `workers` and `job priority` (issue #9)
+        #expect(Self.leaves.count == 32)   // + `workers` and `job priority` (issue #9); + prune, jobs list, job show|pause|retry, results export (issue #11)
         for (path, spec) in Self.leaves {
             #expect(CommandTree.command(at: path)?.spec.name == spec.name, "\(path)")
         }

@@ -15,7 +15,7 @@ public enum SIWASchema {
         SQLFile.m0002_views, SQLFile.m0003_roles, SQLFile.m0004_transfer, SQLFile.m0005_notifications,
         SQLFile.m0006_notification_fixes, SQLFile.m0007_transfer_lookup_order, SQLFile.m0008_transfer_completion_hold,
         SQLFile.m0009_roles_least_privilege, SQLFile.m0010_retry_budget, SQLFile.m0011_safety_stops,
-        SQLFile.m0013_rate_budget, SQLFile.m0014_priority_claim, SQLFile.m0015_worker_registry,
+        SQLFile.m0013_rate_budget, SQLFile.m0014_priority_claim, SQLFile.m0015_worker_registry, SQLFile.m0018_retention,
     ].map { Migration(name: $0.name, sql: $0.migrationText) })
 
     /// Key of the advisory lock every `siwa-jobs migrate` takes ("SIWAJOB"), unchanged since the
