@@ -250,10 +250,10 @@ DO $$
 BEGIN
     GRANT SELECT, INSERT, UPDATE ON siwa.job_items TO siwa_worker;
     GRANT SELECT, INSERT ON siwa.results TO siwa_worker;
-    GRANT SELECT, INSERT, DELETE ON siwa.result_history TO siwa_worker;
+    GRANT SELECT, INSERT ON siwa.result_history TO siwa_worker;
     GRANT SELECT ON siwa.item_partitions, siwa.job_summaries TO siwa_worker;
     GRANT INSERT ON siwa.job_items TO siwa_receiver;
-    GRANT SELECT ON siwa.job_progress, siwa.job_outcomes, siwa.job_summaries TO siwa_dashboard;
+    GRANT SELECT ON siwa.job_progress, siwa.job_outcomes TO siwa_worker, siwa_dashboard;
     GRANT SELECT ON siwa.email_changes TO siwa_worker, siwa_dashboard;
 EXCEPTION WHEN undefined_object OR insufficient_privilege THEN
     RAISE NOTICE 'grants on the partitioned tables skipped: the siwa roles are missing; grant them by hand';

@@ -11,7 +11,7 @@ enum JobShowCommand: Command {
         "show", abstract: "show one job: counts by state and outcome, top Apple errors, timings, throughput, ETA",
         discussion: "Throughput is the results of the last 60 s (else the average since the first result); the ETA divides "
             + "the items left by it. A pruned job shows its summary.",
-        options: [json], arguments: [JobAction.jobID], environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+        arguments: [JobAction.jobID], options: [json], environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let id = Int64(try arguments.required(JobAction.jobID))
@@ -36,7 +36,8 @@ enum JobRetryCommand: Command {
         discussion: "The items become available now with attempt 0. Each one's old result moves to siwa.result_history "
             + "(kept, with superseded_at); the new attempt writes a fresh result. A completed job runs again; "
             + "a cancelled one is refused.",
-        options: [outcome, appleError, json], arguments: [JobAction.jobID], environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+        arguments: [JobAction.jobID], options: [outcome, appleError, json],
+        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let id = Int64(try arguments.required(JobAction.jobID))

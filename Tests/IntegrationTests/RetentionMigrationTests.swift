@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Queue
 import Testing
 @testable import SIWAJobs
 

@@ -79,11 +79,13 @@ import Testing
         let dropped = (report["dropped"] as? [[String: Any]] ?? [])
         #expect(dropped.contains { $0["partition"] as? String == "j\(a)" && $0["jobs"] as? Int == 1 && $0["items"] as? Int == 20 },
                 "\(run.stdout)")
-        #expect(try await Self.count(db, "job_items", job: a) == 0 && Self.count(db, "results", job: a) == 0)
+        let aItems = try await Self.count(db, "job_items", job: a), aResults = try await Self.count(db, "results", job: a)
+        #expect(aItems == 0 && aResults == 0)
         let aTable: String? = try await db.scalar("SELECT to_regclass('siwa.job_items_j\(a)')::text")
         #expect(aTable == nil, "the partition was dropped, not emptied")
         // Untouched: the paused, the running and the recent job, with their states.
-        #expect(try await Self.count(db, "job_items", job: b) == 10 && Self.count(db, "job_items", job: c) == 10)
+        let bItems = try await Self.count(db, "job_items", job: b), cItems = try await Self.count(db, "job_items", job: c)
+        #expect(bItems == 10 && cItems == 10)
         #expect(try await Self.count(db, "results", job: d) == 5)
         let states: String = try await db.scalar("SELECT string_agg(state, ',' ORDER BY id) FROM siwa.jobs WHERE id IN (\(b), \(c), \(d))")
         #expect(states == "paused,completed,running", "b, d, c by id")
@@ -104,7 +106,8 @@ import Testing
         #expect(payloads == "NULL,eyJnew.payload.sig")
         // The queue still runs beside the dropped partition: C drains, B stays paused.
         try await Self.drainNoop(db)
-        #expect(try await Self.count(db, "results", job: c) == 10 && Self.count(db, "results", job: b) == 0)
+        let cResults = try await Self.count(db, "results", job: c), bResults = try await Self.count(db, "results", job: b)
+        #expect(cResults == 10 && bResults == 0)
         // Nothing more to drop: a second prune drops nothing with jobs.
         let again = try await BinaryProcess.run(["prune", "--json"], environment: db.environment)
         let second = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
