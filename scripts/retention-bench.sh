@@ -3,7 +3,7 @@
 #   scripts/retention-bench.sh
 # 1. Builds a database holding ITEMS (10,000,000) finished no-op items across 30 daily jobs, with
 #    their results and audit rows, generated with SQL (generate_series), not the worker. Job k was
-#    created 59-k days ago and finished 2 hours later, so jobs 1..29 are past the 30-day retention
+#    created 60-k days ago and finished 2 hours later, so jobs 1..29 are past the 30-day retention
 #    and job 30 is not. Each job completes through an UPDATE, so its summary is written by the
 #    jobs_summarize trigger, as the worker's completion does.
 # 2. Queue-alone claim throughput (work --drain on a fresh NOOP_ITEMS no-op job) on that database
@@ -39,20 +39,21 @@ echo "== generating $ITEMS finished items across $JOBS daily jobs (SQL)"
 per_job=$(( (ITEMS + JOBS - 1) / JOBS ))
 t0=$(date +%s.%N)
 for k in $(seq 1 "$JOBS"); do
-  age=$(( 2 * JOBS - 1 - k ))
+  age=$(( 2 * JOBS - k ))
   PGDATABASE=siwa_ret_full PGOPTIONS="-c synchronous_commit=off" q <<SQL
 BEGIN;
-INSERT INTO siwa.jobs (kind, state, created_at, item_count) VALUES ('noop', 'running', now() - interval '$age days', $per_job);
+INSERT INTO siwa.jobs (kind, state, created_at, item_count) VALUES ('noop', 'running', now() - interval '$age days', $per_job)
+  RETURNING id AS job \\gset
 INSERT INTO siwa.job_items (job_id, state, attempt, run_at, first_attempt_at, finished_at)
-  SELECT currval('siwa.jobs_id_seq'), 'succeeded', 1, now() - interval '$age days', now() - interval '$age days',
+  SELECT :job, 'succeeded', 1, now() - interval '$age days', now() - interval '$age days',
          now() - interval '$age days' + interval '1 hour'
   FROM generate_series(1, $per_job);
 INSERT INTO siwa.results (item_id, job_id, outcome, detail, attempt, created_at)
-  SELECT id, job_id, 'succeeded', '{}', 1, finished_at FROM siwa.job_items WHERE job_id = currval('siwa.jobs_id_seq');
+  SELECT id, job_id, 'succeeded', '{}', 1, finished_at FROM siwa.job_items WHERE job_id = :job;
 INSERT INTO siwa.audit_log (at, actor, action, job_id, item_id)
-  SELECT finished_at, 'bench', 'noop.done', job_id, id FROM siwa.job_items WHERE job_id = currval('siwa.jobs_id_seq');
+  SELECT finished_at, 'bench', 'noop.done', job_id, id FROM siwa.job_items WHERE job_id = :job;
 UPDATE siwa.jobs SET state = 'completed', finished_at = now() - interval '$age days' + interval '2 hours'
-  WHERE id = currval('siwa.jobs_id_seq');
+  WHERE id = :job;
 COMMIT;
 SQL
 done
