@@ -9,10 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${ROWS:-100000}
-pgdir=${EXPORT_BENCH_PG_DIR:-/tmp/siwa-export-bench-pg}
+pgdir=${RETENTION_BENCH_PG_DIR:-/tmp/siwa-retention-bench-pg}   # the retention benchmark's cluster
 work=$(mktemp -d /tmp/siwa-export.XXXXXX)
 scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "$pgdir" "${EXPORT_BENCH_PG_PORT:-54336}")"
+eval "$(scripts/pg-up.sh "$pgdir" "${RETENTION_BENCH_PG_PORT:-54335}")"
 export PGHOST PGPORT PGUSER
 export PGDATABASE=siwa_export_bench
 unset DATABASE_URL
@@ -25,17 +25,16 @@ export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 make_job() {   # $1 rows; prints the job id
   psql -qtAX -v ON_ERROR_STOP=1 <<SQL
 BEGIN;
-WITH j AS (INSERT INTO siwa.jobs (kind, state, item_count) VALUES ('refresh-validation', 'running', $1) RETURNING id),
-     a AS (INSERT INTO siwa.accounts (external_user_id, team_id, client_id, sub)
-           SELECT 'user-' || j.id || '-' || g, 'TEAMBENCH1', 'com.example.bench', 'sub-' || j.id || '-' || g
-           FROM j, generate_series(1, $1) g RETURNING id),
-     i AS (INSERT INTO siwa.job_items (job_id, account_id, state, attempt, finished_at)
-           SELECT j.id, a.id, 'succeeded', 1, now() FROM j, a RETURNING id, job_id, account_id)
+INSERT INTO siwa.jobs (kind, state, item_count) VALUES ('refresh-validation', 'running', $1) RETURNING id AS job \\gset
+WITH a AS (INSERT INTO siwa.accounts (external_user_id, team_id, client_id, sub)
+           SELECT 'user-' || :job || '-' || g, 'TEAMBENCH1', 'com.example.bench', 'sub-' || :job || '-' || g
+           FROM generate_series(1, $1) g RETURNING id)
+INSERT INTO siwa.job_items (job_id, account_id, state, attempt, finished_at) SELECT :job, a.id, 'succeeded', 1, now() FROM a;
 INSERT INTO siwa.results (item_id, job_id, account_id, outcome, http_status, apple_error, token_fingerprint, attempt, detail)
   SELECT id, job_id, account_id, CASE WHEN id % 20 = 0 THEN 'invalid' ELSE 'valid' END, CASE WHEN id % 20 = 0 THEN 400 ELSE 200 END,
          CASE WHEN id % 20 = 0 THEN 'invalid_grant' END, 'sha256:' || substr(md5(id::text), 1, 16), 1, '{"token_type":"bearer"}'
-  FROM i;
-UPDATE siwa.jobs SET state = 'completed', finished_at = now() WHERE id = (SELECT max(id) FROM siwa.jobs);
+  FROM siwa.job_items WHERE job_id = :job;
+UPDATE siwa.jobs SET state = 'completed', finished_at = now() WHERE id = :job;
 COMMIT;
 SELECT max(id) FROM siwa.jobs;
 SQL

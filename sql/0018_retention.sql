@@ -4,8 +4,9 @@
 -- rows live in one partition, a partition holds the jobs created in about one day, and
 -- `siwa-jobs prune` drops a partition whole (no DELETE, no vacuum) once every job in it finished
 -- longer ago than the retention period. Partitions are made by the AFTER INSERT trigger on
--- siwa.jobs (siwa.ensure_job_partition), so every planner, in every kind, finds its partition;
--- their width (in job ids) is the number of jobs created in the last 24 hours, at least 1.
+-- siwa.jobs (siwa.ensure_job_partition), one ahead of the job ids in use, so every planner, in
+-- every kind, finds its partition; their width (in job ids) is the number of jobs created in the
+-- last 24 hours, at least 1.
 --
 -- Existing rows: the old tables become the first partition, [MINVALUE, first id after the last
 -- job), so the migration moves no row; it builds one unique index per table (the new primary
@@ -139,25 +140,36 @@ BEGIN
     INSERT INTO siwa.item_partitions (suffix, lo, hi) VALUES (p_suffix, p_lo, p_hi);
 END $$;
 
--- The partition holding job `p_job`, made when none does, and locked (ROW EXCLUSIVE) so `prune`
--- cannot drop it before the job's transaction ends. Serialised by an advisory lock ("SIWAPART").
+-- The partition holding job `p_job`, made when none does, and the next one ahead of time once the
+-- job ids reach the last partition (so a statement that inserts a job and its items together finds
+-- its partition: it could not attach one while it uses job_items itself). The job's partition is
+-- locked (ROW EXCLUSIVE) so `prune` cannot drop it before the job's transaction ends. Serialised
+-- by an advisory lock ("SIWAPART").
 CREATE FUNCTION siwa.ensure_job_partition(p_job bigint) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     found_suffix text;
-    next_lo bigint;
+    top bigint;
     width bigint;
 BEGIN
     SELECT suffix INTO found_suffix FROM siwa.item_partitions WHERE lo <= p_job AND p_job < hi;
-    IF found_suffix IS NULL THEN
+    SELECT max(hi) INTO top FROM siwa.item_partitions;
+    IF found_suffix IS NULL OR p_job + 1 >= top THEN
         PERFORM pg_advisory_xact_lock(5861637064462164);
         SELECT suffix INTO found_suffix FROM siwa.item_partitions WHERE lo <= p_job AND p_job < hi;
+        SELECT max(hi) INTO top FROM siwa.item_partitions;
+        SELECT GREATEST(1, LEAST(100000, count(*))) INTO width FROM siwa.jobs WHERE created_at > now() - interval '24 hours';
         IF found_suffix IS NULL THEN
-            SELECT COALESCE(max(hi), p_job) INTO next_lo FROM siwa.item_partitions;
-            next_lo := LEAST(next_lo, p_job);
-            SELECT GREATEST(1, LEAST(100000, count(*))) INTO width FROM siwa.jobs WHERE created_at > now() - interval '24 hours';
-            found_suffix := 'j' || next_lo;
-            PERFORM siwa.create_item_partition(next_lo, p_job + width, found_suffix);
+            found_suffix := 'j' || LEAST(COALESCE(top, p_job), p_job);
+            PERFORM siwa.create_item_partition(LEAST(COALESCE(top, p_job), p_job), p_job + width, found_suffix);
+            top := p_job + width;
+        END IF;
+        IF p_job + 1 >= top THEN
+            BEGIN
+                PERFORM siwa.create_item_partition(top, top + width, 'j' || top);
+            EXCEPTION WHEN object_in_use THEN
+                NULL;   -- this statement uses job_items itself: the next job's trigger makes it
+            END;
         END IF;
     END IF;
     EXECUTE format('LOCK TABLE siwa.%I, siwa.%I IN ROW EXCLUSIVE MODE', 'job_items_' || found_suffix, 'results_' || found_suffix);
@@ -186,6 +198,9 @@ BEGIN
     CREATE TABLE siwa.result_history_legacy (LIKE siwa.result_history INCLUDING DEFAULTS);
     EXECUTE format('ALTER TABLE siwa.result_history ATTACH PARTITION siwa.result_history_legacy FOR VALUES FROM (MINVALUE) TO (%s)', top);
     INSERT INTO siwa.item_partitions (suffix, lo, hi) VALUES ('legacy', -9223372036854775808, top);
+    -- The first partition for new jobs, ahead of time.
+    PERFORM siwa.create_item_partition(top, top + (SELECT GREATEST(1, LEAST(100000, count(*))) FROM siwa.jobs
+                                                   WHERE created_at > now() - interval '24 hours'), 'j' || top);
 END $$;
 -- Views read the tables by reference: point them at the new parents (same text as 0002, 0004).
 CREATE OR REPLACE VIEW siwa.job_progress AS
