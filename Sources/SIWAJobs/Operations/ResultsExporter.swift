@@ -33,12 +33,18 @@ public struct ResultsExporter: Sendable {
         var last = Int64.min, rows = 0
         while true {
             let page = try await pool.query("""
-                SELECT r.item_id,
-                       jsonb_build_object('item_id', r.item_id, 'account_id', r.account_id, 'external_user_id', a.external_user_id,
-                                          'outcome', r.outcome, 'http_status', r.http_status, 'apple_error', r.apple_error,
-                                          'token_fingerprint', r.token_fingerprint, 'attempt', r.attempt,
-                                          'created_at', to_char(r.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                                          'detail', r.detail)::text AS line
+                SELECT r.item_id, r.item_id::text AS f_item_id, r.account_id::text AS f_account_id,
+                       a.external_user_id AS f_external_user_id, r.outcome AS f_outcome, r.http_status::text AS f_http_status,
+                       r.apple_error AS f_apple_error, r.token_fingerprint AS f_token_fingerprint, r.attempt::text AS f_attempt,
+                       to_char(r.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS f_created_at,
+                       r.detail::text AS f_detail,
+                       CASE WHEN \(format == .jsonl) THEN
+                           jsonb_build_object('item_id', r.item_id, 'account_id', r.account_id, 'external_user_id', a.external_user_id,
+                                              'outcome', r.outcome, 'http_status', r.http_status, 'apple_error', r.apple_error,
+                                              'token_fingerprint', r.token_fingerprint, 'attempt', r.attempt,
+                                              'created_at', to_char(r.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                                              'detail', r.detail)::text
+                       END AS line
                 FROM siwa.results r LEFT JOIN siwa.accounts a ON a.id = r.account_id
                 WHERE r.job_id = \(jobID) AND r.item_id > \(last)
                   AND (cardinality(\(outcomes)::text[]) = 0 OR r.outcome = ANY(\(outcomes)::text[]))
@@ -47,28 +53,17 @@ public struct ResultsExporter: Sendable {
             if page.isEmpty { break }
             var text = ""
             for row in page {
-                let line: String = try row.decode("line")
-                text += format == .jsonl ? line + "\n" : Self.csvLine(json: line) + "\n"
+                if format == .jsonl {
+                    text += try row.decode("line", as: String.self) + "\n"
+                } else {
+                    text += try Self.fields.map { try row.decode("f_" + $0, as: String?.self).map(TransferCSVExporter.field) ?? "" }
+                        .joined(separator: ",") + "\n"
+                }
                 last = try row.decode("item_id")
             }
             try handle.write(contentsOf: Data(text.utf8))
             rows += page.count
         }
         return rows
-    }
-
-    /// The CSV line of one JSON object of `fields`: nulls empty, objects as JSON text.
-    static func csvLine(json: String) -> String {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return "" }
-        return fields.map { name -> String in
-            switch object[name] {
-            case nil, is NSNull: ""
-            case let text as String: TransferCSVExporter.field(text)
-            case let number as NSNumber: number.stringValue
-            case let value?:
-                TransferCSVExporter.field(String(decoding: (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]))
-                                                     ?? Data(), as: UTF8.self))
-            }
-        }.joined(separator: ",")
     }
 }
