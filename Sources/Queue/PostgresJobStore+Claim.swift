@@ -37,6 +37,9 @@ extension PostgresJobStore {
             }
             let shares = ClaimShares.split(jobs, batch: limit)
             guard !shares.isEmpty else { return ([], []) }
+            // The shares' job ids, constant: the update reads only their partitions (README
+            // "Retention and job control": job_items is partitioned by job id).
+            let jobIDs = shares.map(\.jobID)
             let rows = try await conn.query("""
                 WITH picked AS MATERIALIZED (
                 \(Self.oldestDue(shares))
@@ -45,7 +48,7 @@ extension PostgresJobStore {
                 SET state = 'running', attempt = i.attempt + 1, lease_owner = \(owner),
                     lease_expires_at = now() + make_interval(secs => \(leaseSeconds)),
                     first_attempt_at = COALESCE(i.first_attempt_at, now())
-                WHERE i.id = ANY(ARRAY(SELECT id FROM picked))
+                WHERE i.job_id = ANY(\(jobIDs)) AND i.id = ANY(ARRAY(SELECT id FROM picked))
                 RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts,
                           i.first_attempt_at
                 """)

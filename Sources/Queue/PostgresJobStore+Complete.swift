@@ -7,6 +7,8 @@ extension PostgresJobStore {
     /// item's writes land or none. See `CompletionEffect` for what effect steps may read.
     public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
         guard !completions.isEmpty else { return [:] }
+        // The items' jobs, constant, so the statement reads only their partitions of job_items.
+        let jobIDs = Array(Set(completions.map(\.item.jobID))).sorted()
         var ids: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
         var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
@@ -55,7 +57,7 @@ extension PostgresJobStore {
                     last_error = COALESCE(u.last_error, i.last_error),
                     finished_at = CASE WHEN u.state IN ('succeeded', 'failed', 'discarded') THEN now() END
                 FROM input u
-                WHERE i.id = u.item_id AND i.state = 'running' AND i.lease_owner = \(owner) AND i.attempt = u.attempt
+                WHERE i.job_id = ANY(\(jobIDs)) AND i.id = u.item_id AND i.state = 'running' AND i.lease_owner = \(owner) AND i.attempt = u.attempt
                 RETURNING i.id AS item_id, i.job_id, i.account_id, u.attempt, u.state, u.outcome, u.http_status,
                           u.detail, u.audit_action, u.audit_detail, u.effect\(unsafeSQL: kindAliases)
             ),
@@ -64,7 +66,7 @@ extension PostgresJobStore {
                 SELECT item_id, job_id, account_id, outcome, http_status, COALESCE(detail, '{}'), attempt\(unsafeSQL: kindAliases)
                 FROM done
                 WHERE outcome IS NOT NULL AND state IN ('succeeded', 'failed', 'discarded')
-                ON CONFLICT (item_id) DO NOTHING
+                ON CONFLICT (item_id, job_id) DO NOTHING
             ),
             written_audit AS (
                 INSERT INTO siwa.audit_log (actor, action, job_id, item_id, account_id, detail)
@@ -118,7 +120,7 @@ extension PostgresJobStore {
                     SELECT id, job_id, account_id, 'discarded',
                            '{"reason":"lease expired on the last attempt"}'::jsonb, attempt
                     FROM moved WHERE state = 'discarded'
-                    ON CONFLICT (item_id) DO NOTHING
+                    ON CONFLICT (item_id, job_id) DO NOTHING
                 )
                 SELECT count(*) FILTER (WHERE state = 'available') AS retried,
                        count(*) FILTER (WHERE state = 'discarded') AS discarded

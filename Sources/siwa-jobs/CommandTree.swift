@@ -30,7 +30,13 @@ enum CommandTree {
         .command(WorkersCommand.self),
         .command(DashboardCommand.self),
         .command(StatusCommand.self),
-        .group("job", abstract: "operator actions on one job", [JobResumeCommand.self, JobCancelCommand.self, JobPriorityCommand.self]),
+        .command(PruneCommand.self),
+        .group("jobs", abstract: "jobs of every kind", [JobsListCommand.self]),
+        .group("job", abstract: "operator actions on one job", [
+            JobShowCommand.self, JobPauseCommand.self, JobResumeCommand.self, JobCancelCommand.self, JobPriorityCommand.self,
+            JobRetryCommand.self,
+        ]),
+        .group("results", abstract: "job results", [ResultsExportCommand.self]),
         .group("transfer", abstract: "app transfer between teams (README: Team transfer runbook)", [
             TransferExportCommand.self, TransferExportCSVCommand.self, TransferImportCSVCommand.self,
             TransferImportCommand.self, TransferStatusCommand.self, TransferLookupCommand.self, TransferReleaseCommand.self,

@@ -3,6 +3,15 @@ import Postgres
 import Queue
 import SIWAJobs
 
+/// `siwa-jobs job pause N`: a running job stops being claimed until `job resume N`.
+enum JobPauseCommand: Command {
+    static let spec = JobAction.spec(.pause, abstract: "pause a running job (items in flight finish; job resume continues it)")
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        try await JobAction.run(.pause, arguments, context)
+    }
+}
+
 /// `siwa-jobs job resume N`: a paused job runs again.
 enum JobResumeCommand: Command {
     static let spec = JobAction.spec(.resume, abstract: "resume a paused job (after fixing its configuration error, or past its safety stop)")
@@ -66,7 +75,7 @@ enum JobAction {
         await pool.close()
         switch try outcome.get() {
         case .done:
-            say("job \(id): \(action == .resume ? "resumed" : "cancelled")")
+            say("job \(id): \(action == .resume ? "resumed" : action == .pause ? "paused" : "cancelled")")
             return .success
         case .overrodeSafetyStop(let applied):
             say("job \(id): resumed past its safety stop (not stopped by it again); \(applied) held-back invalid verdicts applied")

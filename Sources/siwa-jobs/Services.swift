@@ -3,6 +3,7 @@ import Foundation
 import Lifecycle
 import Postgres
 import Queue
+import SIWAJobs
 import Synchronization
 
 // Small services the long-running commands compose on one `ServiceGroup` (one signal source,
@@ -85,20 +86,31 @@ final class StopSequenceService<State: Sendable>: Service {
     func shutdownGracefully() { latch.open() }
 }
 
-/// `work --progress`: a live line on stdout (stderr carries the logs): items done of running
-/// jobs, and the rate, once a second.
+/// `work --progress` and `status --watch`: each job's percentage, smoothed rate and ETA
+/// (`ProgressMeter`) every `interval`. On a terminal the block of lines is redrawn in place; when
+/// stdout is not a terminal, one JSON line per job per sample.
 enum ProgressLine {
-    static func run(read: @Sendable () async throws -> (done: Int, total: Int), clock: any WallClock) async {
-        let started = clock.now
-        var firstDone: Int?
+    static func run(interval: Duration = .seconds(1), read: @Sendable () async throws -> [JobListEntry], clock: any WallClock,
+                    once: Bool = false) async {
+        let tty = isatty(STDOUT_FILENO) == 1
+        var meter = ProgressMeter()
+        var drawn = 0
+        var first = true
         while !Task.isCancelled {
-            do { try await clock.sleep(for: .seconds(1)) } catch { break }
-            guard let progress = try? await read() else { continue }
-            if firstDone == nil { firstDone = progress.done }
-            let elapsed = clock.now.timeIntervalSince(started)
-            let rate = Double(progress.done - (firstDone ?? 0)) / max(elapsed - 1, 0.001)
-            sayRaw(String(format: "\rprogress: %d/%d items done  %.0f items/s  %.0fs   ", progress.done, progress.total, rate, elapsed))
+            if !first { do { try await clock.sleep(for: interval) } catch { break } }
+            first = false
+            guard let jobs = try? await read() else { continue }
+            let samples = meter.sample(jobs, at: clock.now)
+            if tty {
+                var text = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
+                for sample in samples { text += "\u{1B}[2K" + ProgressMeter.line(sample) + "\n" }
+                if samples.isEmpty { text += "\u{1B}[2Kno running jobs\n" }
+                sayRaw(text)
+                drawn = max(samples.count, 1)
+            } else {
+                samples.forEach { say(ProgressMeter.json($0)) }
+            }
+            if once { break }
         }
-        sayRaw("\n")
     }
 }

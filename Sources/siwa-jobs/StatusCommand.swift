@@ -3,26 +3,38 @@ import Foundation
 import Postgres
 import SIWAJobs
 
-/// `siwa-jobs status [--job N] [--sandbox URL]`: progress from the `siwa.job_progress` view; with
-/// `--sandbox`, also compares valid/invalid counts with the sandbox's seeded truth.
+/// `siwa-jobs status [--job N] [--sandbox URL] [--watch]`: progress from the `siwa.job_progress` view
+/// of one job, or of the running and paused jobs and those finished in the last 24 hours (`jobs
+/// list` shows all); with `--sandbox`, also compares valid/invalid counts with the sandbox's seeded
+/// truth; with `--watch`, each job's percentage, rate and ETA every second until interrupted.
 enum StatusCommand: Command {
+    static let watch = Declare.switch("watch", help: "redraw each job's percentage, rate and ETA every second (JSON lines when not a terminal)")
+
     static let sandbox = Declare.option("sandbox", "URL", .string,
                                         help: "compare the last job's valid/invalid counts with this sandbox's truth (exit 1 on mismatch)")
 
     static let spec = CommandSpec(
-        "status", abstract: "job progress from the siwa.job_progress view",
-        options: [CommonOptions.job, sandbox, CommonOptions.teamID, CommonOptions.clientID],
+        "status", abstract: "progress of the active and recent jobs (or one job)",
+        discussion: "Without --job: running and paused jobs, and those finished in the last 24 hours.",
+        options: [CommonOptions.job, sandbox, CommonOptions.teamID, CommonOptions.clientID, watch],
         environment: [EnvironmentDocs.database, EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let jobID = arguments[CommonOptions.job].map(Int64.init)
         let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
-        let loaded = await Result(catching: { try await JobStatusReport(pool: pool).jobs(jobID: jobID) })
+        if arguments[watch] { return try await watching(jobID: jobID, pool: pool, context: context) }
+        let loaded = await Result(catching: { () async throws -> [JobProgress] in
+            let report = JobStatusReport(pool: pool)
+            if let jobID { return try await report.jobs(jobID: jobID) }
+            var jobs: [JobProgress] = []
+            for entry in try await JobListing(pool: pool).activeAndRecent() { jobs += try await report.jobs(jobID: entry.id) }
+            return jobs
+        })
         await pool.close()
         let jobs = try loaded.get()
         guard let last = jobs.last else {
             guard let jobID else {
-                say("no jobs yet")
+                say("no active or recent jobs (siwa-jobs jobs list shows every job)")
                 return .success
             }
             throw CommandFailure("job \(jobID) not found")
@@ -42,6 +54,19 @@ enum StatusCommand: Command {
         say("sandbox truth: valid=\(truth.valid) revoked=\(truth.revoked); job: valid=\(last.valid) invalid=\(last.invalid) "
             + "terminal=\(last.terminal)/\(last.items) -> \(matches ? "MATCH" : "MISMATCH")")
         guard matches else { throw CommandFailure(lines: [], kind: .failed) }   // the line above says why
+        return .success
+    }
+}
+
+extension StatusCommand {
+    /// `--watch`: samples until SIGINT/SIGTERM (the default disposition ends the process).
+    static func watching(jobID: Int64?, pool: PostgresPool, context: CommandContext) async throws -> ExitCode {
+        let listing = JobListing(pool: pool)
+        await ProgressLine.run(read: {
+            if let jobID { return try await listing.entries(ids: [jobID]) }
+            return try await listing.activeAndRecent(recentSeconds: 10)
+        }, clock: context.clock)
+        await pool.close()
         return .success
     }
 }

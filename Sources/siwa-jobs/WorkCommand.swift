@@ -39,7 +39,7 @@ enum WorkCommand: Command {
                                          defaultText: "the host name")
     static let poolSize = Declare.value("pool-size", "N", .integer(in: 2...64), default: 4, help: "PostgreSQL connections")
     static let drain = Declare.switch("drain", help: "exit when nothing is due (cron) instead of waiting for new jobs")
-    static let progress = Declare.switch("progress", help: "a live progress line on stdout")
+    static let progress = Declare.switch("progress", help: "each job's percentage, rate and ETA on stdout (JSON lines when not a terminal)")
     static let stats = Declare.switch("stats", help: "print CPU seconds and peak RSS at exit")
     static let allowInsecureKeys = Declare.switch(
         "allow-insecure-key-permissions", help: "load key files that group or others may access (default: refuse them; "
@@ -102,10 +102,10 @@ enum WorkCommand: Command {
             return "working: \(worker.itemsInFlight) items in flight (concurrency \(slots)), \(done) finished"
         }) { services.append(notify) }
         if arguments[progress] {
-            let reader = ProgressReader(pool: wiring.pool)
+            let listing = JobListing(pool: wiring.pool)
             let clock = context.clock
             services.append(LoopService {
-                await ProgressLine.run(read: { let p = try await reader.read(); return (p.done, p.total) }, clock: clock)
+                await ProgressLine.run(read: { try await listing.activeAndRecent(recentSeconds: 10) }, clock: clock)
             })
         }
         let group = ServiceGroup(services: services, configuration: .init(

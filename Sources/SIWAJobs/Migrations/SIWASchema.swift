@@ -17,7 +17,7 @@ public enum SIWASchema {
         SQLFile.m0006_notification_fixes, SQLFile.m0007_transfer_lookup_order, SQLFile.m0008_transfer_completion_hold,
         SQLFile.m0009_roles_least_privilege, SQLFile.m0010_retry_budget, SQLFile.m0011_safety_stops,
         SQLFile.m0013_rate_budget, SQLFile.m0014_priority_claim, SQLFile.m0015_worker_registry,
-        SQLFile.m0017_credential_state, SQLFile.m0019_dashboard_views, SQLFile.m0020_hardening,
+        SQLFile.m0017_credential_state, SQLFile.m0018_retention, SQLFile.m0019_dashboard_views, SQLFile.m0020_hardening,
     ].map { Migration(name: $0.name, sql: $0.migrationText) })
 
     /// Key of the advisory lock every `siwa-jobs migrate` takes ("SIWAJOB"), unchanged since the

@@ -135,7 +135,7 @@ public struct NotificationProcessingHandler: JobHandler {
     private func load(_ ids: [Int64]) async throws -> [Int64: StoredNotification] {
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
-                SELECT n.id, n.payload, n.received_at, n.processed_at IS NOT NULL AS processed,
+                SELECT n.id, COALESCE(n.payload, '') AS payload, n.received_at, n.processed_at IS NOT NULL AS processed,
                        EXISTS (SELECT 1 FROM siwa.notifications o
                                WHERE o.jti = n.jti AND o.id <> n.id AND o.verification = 'verified'
                                  AND o.processed_at IS NOT NULL) AS jti_processed

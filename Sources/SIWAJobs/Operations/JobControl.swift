@@ -1,8 +1,12 @@
 import Postgres
 
-/// Operator actions on one job (`siwa-jobs job resume|cancel N`, `job priority N P`), each recorded in the audit log.
+/// Operator actions on one job (`siwa-jobs job pause|resume|cancel N`, `job priority N P`, `job retry N`
+/// in `JobControl+Retry`), each recorded in the audit log.
 public struct JobControl: Sendable {
     public enum Action: String, Sendable, CaseIterable {
+        /// A running job stops being claimed (`paused_reason`: who paused it); items in flight
+        /// finish. `resume` continues it.
+        case pause
         /// A paused job runs again (workers are woken with NOTIFY); a tripped safety stop is
         /// overridden.
         case resume
@@ -13,6 +17,7 @@ public struct JobControl: Sendable {
         /// The states the job must be in.
         public var requiredStates: String {
             switch self {
+            case .pause: "running"
             case .resume: "paused"
             case .cancel: "running or paused"
             }
@@ -44,6 +49,11 @@ public struct JobControl: Sendable {
         let changed: Int
         var override: Int?
         switch action {
+        case .pause:
+            changed = try await pool.execute("""
+                UPDATE siwa.jobs SET state = 'paused', paused_reason = 'paused by ' || current_user || ' (siwa-jobs job pause)'
+                WHERE id = \(id) AND state = 'running'
+                """)
         case .resume:
             // The job runs again and a tripped safety stop is overridden, its held-back verdicts applied.
             // The stop's row is locked first, as completion statements lock it before the job's row.

@@ -27,7 +27,7 @@ enum TransferCanarySQL {
                     canary_succeeded = t.canary_succeeded + c.ok,
                     released_at = CASE WHEN t.canary_remaining - c.n <= 0 THEN now() ELSE t.released_at END
                 FROM (SELECT d.job_id, count(*)::int AS n, (count(*) FILTER (WHERE d.state = 'succeeded'))::int AS ok
-                      FROM done d JOIN siwa.job_items ci ON ci.id = d.item_id
+                      FROM done d JOIN siwa.job_items ci ON ci.id = d.item_id AND ci.job_id = d.job_id
                       WHERE d.state IN ('succeeded', 'failed', 'discarded') AND ci.payload->>'canary' = 'true'
                       GROUP BY d.job_id) c
                 WHERE t.job_id = c.job_id AND t.canary_remaining > 0

@@ -90,7 +90,7 @@ public struct TransferImportHandler: JobHandler {
                 job_id = d.job_id
             FROM done d
             JOIN siwa.transfer_jobs t ON t.job_id = d.job_id
-            JOIN siwa.job_items i ON i.id = d.item_id
+            JOIN siwa.job_items i ON i.id = d.item_id AND i.job_id = d.job_id
             WHERE d.state IN ('succeeded', 'failed', 'discarded')
               AND r.import_id = t.import_id AND r.line_no = (i.payload->>'line')::int
             """),

@@ -1,0 +1,45 @@
+import Commands
+import Foundation
+import Postgres
+import SIWAJobs
+
+/// `siwa-jobs results export --job N [--outcome O]... --format csv|jsonl [--out FILE]`: a job's
+/// results, streamed (pages of 5,000), with token fingerprints only.
+enum ResultsExportCommand: Command {
+    static let job = Declare.option("job", "N", .integer(in: 1...Int.max), help: "the job id", required: true)
+    static let outcome = Declare.repeated("outcome", "O", .string, help: "only results with this outcome (repeatable)")
+    static let format = Declare.option("format", "F", .choice(ResultsExporter.Format.allCases.map(\.rawValue)),
+                                       help: "csv (with a header line) or jsonl (one JSON object a line)", required: true)
+    static let out = Declare.option("out", "FILE", .string, help: "write here (created with mode 0600, replaced if it exists)",
+                                    defaultText: "stdout")
+    static let pageSize = Declare.value("page-size", "N", .integer(in: 1...100_000), default: 5_000,
+                                        help: "results read per query (memory stays bounded by one page)")
+    static let spec = CommandSpec(
+        "export", abstract: "stream a job's results as CSV or JSON lines (no secrets: token fingerprints only)",
+        discussion: "Fields: item_id, account_id, external_user_id, outcome, http_status, apple_error, token_fingerprint, "
+            + "attempt, created_at (UTC), detail (JSON). Results move to siwa.result_history on job retry; the export "
+            + "shows the current ones.",
+        options: [job, outcome, format, out, pageSize], environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let id = Int64(try arguments.required(job))
+        let chosen = ResultsExporter.Format(rawValue: try arguments.required(format)) ?? .csv
+        let handle: FileHandle
+        if let path = arguments[out] {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { throw CommandFailure("cannot create '\(path)': \(String(cString: strerror(errno)))") }
+            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        } else {
+            handle = FileHandle.standardOutput
+        }
+        let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
+        let written = await Result(catching: {
+            try await ResultsExporter(pool: pool, pageSize: arguments[pageSize]).export(jobID: id, outcomes: arguments[outcome], format: chosen, to: handle)
+        })
+        await pool.close()
+        if arguments[out] != nil { try? handle.close() }
+        let rows = try written.get()
+        if let path = arguments[out] { complain("results export: \(rows) rows of job \(id) written to \(path)") }
+        return .success
+    }
+}
