@@ -5,7 +5,7 @@ import Queue
 /// The job kinds' migration group: everything in sql/ after the queue's `0001_core.sql` —
 /// dashboard views, roles, transfer tables and triggers, the notification inbox and its fixes,
 /// least-privilege roles, the safety stops of validations and sweeps, the Apple rate budget
-/// (`0013`), the live worker registry (`0015`), credential state (`0017`), the dashboard's views (`0019`), the hardening
+/// (`0013`), the live worker registry (`0015`), credential state (`0017`), retention (`0018`), the dashboard's views (`0019`), the hardening
 /// of issue #13 (`0020`), and the queue's later columns and indexes
 /// (`0010_retry_budget.sql`, `0014_priority_claim.sql`: listed here so files apply in name order).
 /// It builds on the queue's tables, so a `Migrator` applies `QueueSchema.migrations` first (see
