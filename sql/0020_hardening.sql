@@ -15,10 +15,20 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE ALL ON SCHEMA siwa FROM PUBLIC;
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA siwa FROM PUBLIC;
 ALTER DEFAULT PRIVILEGES IN SCHEMA siwa REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+-- What the roles call, explicitly: trigger functions run without an EXECUTE check, but what they
+-- call is checked (the partition and summary functions of 0018 run for whoever inserts a job or
+-- finishes one: the worker, and the receiver when it plans).
+DO $$
+BEGIN
+    GRANT EXECUTE ON FUNCTION siwa.ensure_job_partition(bigint), siwa.summarize_job(bigint) TO siwa_worker, siwa_receiver;
+EXCEPTION WHEN undefined_object THEN
+    RAISE NOTICE 'siwa roles missing: grant EXECUTE on siwa.ensure_job_partition and siwa.summarize_job by hand';
+END $$;
 
 -- 4. Personal data leaves the dashboard role: the views that show a sub, an email, a
---    transfer_sub or a token fingerprint are read by siwa_pii_reader (new; grant it to the few
---    people and tools that need those), while siwa_dashboard keeps the counts and states.
+--    transfer_sub or a token fingerprint (and credential state, looked up by sub) are read by
+--    siwa_pii_reader (new; grant it to the app backend and the few people and tools that need
+--    those), while siwa_dashboard keeps the counts and states.
 DO $$
 BEGIN
     BEGIN
@@ -29,10 +39,12 @@ BEGIN
         NULL;   -- created meanwhile by a migration of another database
     END;
     GRANT USAGE ON SCHEMA siwa TO siwa_pii_reader;
-    REVOKE SELECT ON siwa.account_summary, siwa.notification_summary, siwa.email_changes, siwa.accounts_to_delete
-        FROM siwa_dashboard;
-    GRANT SELECT ON siwa.account_summary, siwa.notification_summary, siwa.email_changes, siwa.accounts_to_delete
-        TO siwa_pii_reader;
+    REVOKE SELECT ON siwa.account_summary, siwa.notification_summary, siwa.email_changes, siwa.accounts_to_delete,
+        siwa.credential_states FROM siwa_dashboard;
+    REVOKE EXECUTE ON FUNCTION siwa.credential_state(text, text, text) FROM siwa_dashboard;
+    GRANT SELECT ON siwa.account_summary, siwa.notification_summary, siwa.email_changes, siwa.accounts_to_delete,
+        siwa.credential_states TO siwa_pii_reader;
+    GRANT EXECUTE ON FUNCTION siwa.credential_state(text, text, text) TO siwa_pii_reader;
 EXCEPTION WHEN insufficient_privilege OR undefined_object THEN
     RAISE NOTICE 'siwa_pii_reader not created or granted (the migrating user lacks CREATEROLE, or the siwa roles are missing); grant by hand';
 END $$;

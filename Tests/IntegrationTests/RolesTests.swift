@@ -14,7 +14,8 @@ import Testing
     static let dashboardViews = ["job_progress", "job_outcomes", "token_health", "transfer_status", "rate_budgets_status",
                                  "live_workers"]
     /// The views with personal data, read by `siwa_pii_reader` (sql/0020_hardening.sql), not the dashboard.
-    static let personalViews = ["account_summary", "email_changes", "notification_summary", "accounts_to_delete"]
+    static let personalViews = ["account_summary", "email_changes", "notification_summary", "accounts_to_delete",
+                                "credential_states"]
 
     /// A LOGIN role that is a member of `group` only, dropped by `dropLogins`.
     static func login(memberOf group: String, on db: TestDatabase) async throws -> String {
