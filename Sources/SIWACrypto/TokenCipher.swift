@@ -12,7 +12,7 @@ public struct TokenCipher: Sendable, CustomStringConvertible, CustomReflectable 
 
     /// Identifier of the key, stored alongside ciphertexts (e.g. "k2026-01").
     public let keyID: String
-    private let key: [UInt8]
+    let key: [UInt8]
 
     /// - Parameter key: exactly 32 bytes.
     /// - Throws: `CryptoError` `cipher.key_length`, `cipher.key_id` (empty or > 64 chars).

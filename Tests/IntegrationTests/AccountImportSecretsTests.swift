@@ -39,7 +39,7 @@ import Testing
         #expect(report.applied && report.inserted == 200 && report.tokensSealed == 200)
         let staged = staging.text.withLock { $0 }
         #expect(staged.split(separator: "\n").count == 200, "the staging table was seen")
-        #expect(staged.contains("sha256:") && !staged.contains(ImportAccount.tokenMarker), "staging holds ciphertext and fingerprints only")
+        #expect(staged.contains("hmac:") && !staged.contains(ImportAccount.tokenMarker), "staging holds ciphertext and fingerprints only")
 
         // Through the binary: a refused file and a --rejects run, both with tokens in bad rows.
         let more = ImportAccount.make(50, prefix: "second")

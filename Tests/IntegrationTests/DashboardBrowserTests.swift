@@ -74,7 +74,7 @@ import TestSupport
                 #expect(!dom.contains(token.token), "\(path): a refresh token")
                 #expect(!dom.contains(token.sub), "\(path): a sub")
             }
-            for secret in ["sha256:", "@example.com", "privaterelay", "PAYLOADSECRET", "SUBSECRET", "jti-dashboard", world.tokenKeyHex] {
+            for secret in ["sha256:", "hmac:", "@example.com", "privaterelay", "PAYLOADSECRET", "SUBSECRET", "jti-dashboard", world.tokenKeyHex] {
                 #expect(!dom.contains(secret), "\(path) shows \(secret)")
             }
         }

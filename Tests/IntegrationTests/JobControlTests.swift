@@ -83,7 +83,7 @@ import Testing
         let objects = try lines.map(Self.json)
         let ids = objects.compactMap { $0["item_id"] as? Int }
         #expect(ids == ids.sorted() && Set(ids).count == 40)
-        #expect(objects.allSatisfy { ($0["token_fingerprint"] as? String)?.hasPrefix("sha256:") == true })
+        #expect(objects.allSatisfy { ($0["token_fingerprint"] as? String)?.hasPrefix("hmac:") == true })
         let csv = try await BinaryProcess.run(["results", "export", "--job", "\(job.jobID)", "--format", "csv", "--outcome", "invalid"],
                                               environment: world.environment)
         let rows = csv.stdout.split(separator: "\n")

@@ -53,7 +53,7 @@ extension AccountImporter {
             }
             var sealed: (ciphertext: [UInt8], keyID: String, fingerprint: String)?
             if seal, let token = row.refreshToken {
-                let fingerprint = Fingerprint.of(token)
+                let fingerprint = keyring.fingerprint(token)
                 if known?.fingerprint != fingerprint {
                     let result = try keyring.seal(token, accountAAD: String(id))
                     sealed = (result.ciphertext, result.keyID, fingerprint)
@@ -77,7 +77,7 @@ extension AccountImporter {
                     + "an import does not change an account's sub")
             }
             if known.deleted { return error("external_user_id", "account \(known.id) is deleted; an import does not bring it back") }
-            if known.consentRevoked, let token = row.refreshToken, Fingerprint.of(token) != known.fingerprint {
+            if known.consentRevoked, let token = row.refreshToken, keyring.fingerprint(token) != known.fingerprint {
                 return error("refresh_token", "the user revoked consent for account \(known.id); a new token comes from a new sign-in")
             }
         }

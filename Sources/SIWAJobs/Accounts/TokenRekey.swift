@@ -26,11 +26,13 @@ public struct TokenRekeyReport: Sendable, Encodable {
 }
 
 /// Re-seals every stored refresh token under the current key (`TokenKeyring.current`), so
-/// previous keys can be removed from `SIWA_TOKEN_KEYS_PREVIOUS`.
+/// previous keys can be removed from `SIWA_TOKEN_KEYS_PREVIOUS`, and rewrites its fingerprint as
+/// the keyed one (`TokenKeyring.fingerprint`): the migration path of fingerprints stored with
+/// plain SHA-256 (`sha256:…`) before keyed fingerprints, which it also picks under the current key.
 ///
 /// - **Batches**: `batchSize` accounts at a time in id order, each batch one read and one update
 ///   statement (its own transaction), so locks are held for one batch only.
-/// - **Resumable**: it picks what is not under the current key, so a run that was stopped simply
+/// - **Resumable**: it picks what is not under the current key (or not keyed-fingerprinted), so a run that was stopped simply
 ///   continues where it was when started again; nothing else is recorded.
 /// - **Safe beside a running worker**: the update is a compare-and-swap on the ciphertext it read
 ///   (`WHERE refresh_token_ciphertext = <what was read>`): a token written meanwhile (a sign-in's
@@ -61,7 +63,7 @@ public struct TokenRekey: Sendable {
         var report = TokenRekeyReport(currentKeyID: current)
         let counts = try await pool.query("""
             SELECT refresh_token_key_id AS key_id, count(*)::int AS n FROM siwa.accounts
-            WHERE refresh_token_ciphertext IS NOT NULL AND refresh_token_key_id <> \(current)
+            WHERE refresh_token_ciphertext IS NOT NULL AND (refresh_token_key_id <> \(current) OR NOT starts_with(coalesce(refresh_token_fingerprint, ''), 'hmac:'))
             GROUP BY 1 ORDER BY 1
             """)
         var unknown: [String] = []
@@ -82,7 +84,7 @@ public struct TokenRekey: Sendable {
         }
         let left = try await pool.query("""
             SELECT count(*)::int AS n FROM siwa.accounts
-            WHERE refresh_token_ciphertext IS NOT NULL AND refresh_token_key_id <> \(current)
+            WHERE refresh_token_ciphertext IS NOT NULL AND (refresh_token_key_id <> \(current) OR NOT starts_with(coalesce(refresh_token_fingerprint, ''), 'hmac:'))
             """)
         report.remaining = try left.first?.decode("n") ?? 0
         return report
@@ -96,12 +98,12 @@ public struct TokenRekey: Sendable {
         while true {
             let rows = try await pool.query("""
                 SELECT id, refresh_token_ciphertext, refresh_token_key_id FROM siwa.accounts
-                WHERE id > \(last) AND refresh_token_ciphertext IS NOT NULL AND refresh_token_key_id <> \(current)
+                WHERE id > \(last) AND refresh_token_ciphertext IS NOT NULL AND (refresh_token_key_id <> \(current) OR NOT starts_with(coalesce(refresh_token_fingerprint, ''), 'hmac:'))
                 ORDER BY id LIMIT \(batchSize)
                 """)
             guard let lastRow = rows.last else { return }
             last = try lastRow.decode("id")
-            var ids: [Int64] = [], old: [String] = [], new: [String] = []
+            var ids: [Int64] = [], old: [String] = [], new: [String] = [], fingerprints: [String] = []
             for row in rows {
                 let id: Int64 = try row.decode("id")
                 if unreadable.contains(id) { continue }
@@ -111,6 +113,7 @@ public struct TokenRekey: Sendable {
                     ids.append(id)
                     old.append(Hex.encode(sealed))
                     new.append(Hex.encode(try keyring.seal(token, accountAAD: String(id)).ciphertext))
+                    fingerprints.append(keyring.fingerprint(token))
                 } catch let error as ConfigurationError {
                     throw error
                 } catch {
@@ -122,8 +125,9 @@ public struct TokenRekey: Sendable {
             guard !ids.isEmpty else { continue }
             try await beforeWrite(ids)
             let written = try await pool.execute("""
-                UPDATE siwa.accounts a SET refresh_token_ciphertext = decode(u.new, 'hex'), refresh_token_key_id = \(current)
-                FROM unnest(\(ids)::bigint[], \(old)::text[], \(new)::text[]) AS u (id, old, new)
+                UPDATE siwa.accounts a SET refresh_token_ciphertext = decode(u.new, 'hex'), refresh_token_key_id = \(current),
+                       refresh_token_fingerprint = u.fp
+                FROM unnest(\(ids)::bigint[], \(old)::text[], \(new)::text[], \(fingerprints)::text[]) AS u (id, old, new, fp)
                 WHERE a.id = u.id AND a.refresh_token_ciphertext = decode(u.old, 'hex')
                 """)
             report.rekeyed += written

@@ -96,11 +96,29 @@ extension SIWAConfiguration {
             previous.append(try TokenKeyring.cipher(keyID: parts[0], encodedKey: parts[1],
                                                     setting: "SIWA_TOKEN_KEYS_PREVIOUS key '\(parts[0])'"))
         }
-        return TokenKeyring(current: current, previous: previous)
+        return TokenKeyring(current: current, previous: previous, fingerprints: try fingerprintKey())
     }
 }
 
 extension SIWAConfiguration {
+    /// The refresh-token fingerprint key: `SIWA_FINGERPRINT_KEY_FILE` or `SIWA_FINGERPRINT_KEY` (32
+    /// bytes as 64 hex characters or base64, like the token key; keep it apart from it), or nil:
+    /// derived from the current token key, so fingerprints change when that key is rotated.
+    /// - Throws: `ConfigurationError` naming the variable.
+    func fingerprintKey() throws(ConfigurationError) -> FingerprintKey? {
+        let encoded: String
+        if let path = value("SIWA_FINGERPRINT_KEY_FILE") {
+            try checkKeyFilePermissions(path, what: "SIWA_FINGERPRINT_KEY_FILE", setting: "SIWA_FINGERPRINT_KEY_FILE")
+            encoded = try Self.readText(path, what: "SIWA_FINGERPRINT_KEY_FILE", setting: nil)
+        } else if let inline = value("SIWA_FINGERPRINT_KEY") {
+            encoded = inline
+        } else {
+            return nil
+        }
+        let cipher = try TokenKeyring.cipher(keyID: "fp", encodedKey: encoded, setting: "SIWA_FINGERPRINT_KEY")
+        return FingerprintKey(derivedFrom: cipher)
+    }
+
     /// The bytes of a file a setting names (at most 1 MiB: keys and the teams file are small).
     /// - Throws: `ConfigurationError` `WHAT 'PATH' cannot be read: REASON (SETTING)`.
     /// - Parameter stdin: `-` reads standard input (a flag's value, never a variable's).

@@ -7,9 +7,14 @@ import SIWACrypto
 public struct TokenKeyring: Sendable {
     public let current: TokenCipher
     private let byID: [String: TokenCipher]
+    /// The key of the stored refresh-token fingerprints (`fingerprint(_:)`).
+    public let fingerprints: FingerprintKey
 
-    public init(current: TokenCipher, previous: [TokenCipher] = []) {
+    /// - Parameter fingerprints: the fingerprint key; default derived from `current`
+    ///   (`FingerprintKey(derivedFrom:)`).
+    public init(current: TokenCipher, previous: [TokenCipher] = [], fingerprints: FingerprintKey? = nil) {
         self.current = current
+        self.fingerprints = fingerprints ?? FingerprintKey(derivedFrom: current)
         var map: [String: TokenCipher] = [:]
         for cipher in previous { map[cipher.keyID] = cipher }
         map[current.keyID] = current
@@ -24,6 +29,10 @@ public struct TokenKeyring: Sendable {
 
     /// The previous keys' ids, sorted (`SIWA_TOKEN_KEYS_PREVIOUS`), for `doctor`.
     public var previousKeyIDs: [String] { byID.keys.filter { $0 != current.keyID }.sorted() }
+
+    /// The stored fingerprint of a refresh token: `hmac:` + 16 hex (`FingerprintKey`), safe to show;
+    /// without the fingerprint key nobody can compute it from a token.
+    public func fingerprint(_ token: String) -> String { fingerprints.of(token) }
 
     /// True when a key with this id is configured (current or previous).
     public func knows(keyID: String) -> Bool { byID[keyID] != nil }

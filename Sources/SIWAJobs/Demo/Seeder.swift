@@ -54,7 +54,7 @@ public struct Seeder: Sendable {
             let external = "\(prefix)-\(String(index + 1).leftPadded(to: 6))"
             let fields = [
                 String(id), external, teamID, clientID, sub, email, isPrivate ? "t" : "f",
-                "\\x" + Hex.encode(sealed.ciphertext), sealed.keyID, Fingerprint.of(token),
+                "\\x" + Hex.encode(sealed.ciphertext), sealed.keyID, keyring.fingerprint(token),
             ]
             chunk.append(contentsOf: Array((fields.map(Self.csvField).joined(separator: ",") + "\n").utf8))
             if chunk.count >= 1 << 20 {

@@ -59,7 +59,7 @@ public struct RefreshValidationHandler: JobHandler {
         }
         let token: String
         do { token = try StoredTokens.open(stored, accountID: accountID, keyring: keyring) } catch { return .pauseJob(reason: error.description) }
-        let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
+        let fingerprint = StoredTokens.keyedFingerprint(stored, token: token, keyring: keyring)
         do {
             let response = try await client.validateRefreshToken(token)
             // A 200 is the verdict even when Apple's body lacks access_token (the warning says so).

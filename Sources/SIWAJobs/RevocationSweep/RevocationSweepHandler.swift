@@ -66,7 +66,7 @@ public struct RevocationSweepHandler: JobHandler {
         }
         let token: String
         do { token = try StoredTokens.open(stored, accountID: accountID, keyring: keyring) } catch { return .pauseJob(reason: error.description) }
-        let fingerprint = stored.fingerprint ?? Fingerprint.of(token)
+        let fingerprint = StoredTokens.keyedFingerprint(stored, token: token, keyring: keyring)
         do {
             try await client.revoke(token: token, hint: "refresh_token")
             let note = "Apple answered 200: the token is revoked or was already invalid"

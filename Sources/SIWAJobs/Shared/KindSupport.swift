@@ -2,6 +2,7 @@ import AppleID
 import Postgres
 import Queue
 import SIWACore
+import SIWACrypto
 
 /// One pause reason for every item of a batch (configuration errors stop the job, not the items).
 func pauseAll(_ items: [ClaimedItem], reason: String) -> [@Sendable () async -> ItemOutcome] {
@@ -62,6 +63,16 @@ extension StoredTokens {
                 "stored refresh tokens cannot be decrypted (account \(accountID), key id '\(keyID)'): \(error); "
                     + "check SIWA_TOKEN_KEY / SIWA_TOKEN_KEY_FILE, SIWA_TOKEN_KEY_ID and SIWA_TOKEN_KEYS_PREVIOUS, then resume the job")
         }
+    }
+}
+
+extension StoredTokens {
+    /// The token's keyed fingerprint (`TokenKeyring.fingerprint`): the stored one when it is keyed
+    /// already, else computed (a row fingerprinted with plain SHA-256 before keyed fingerprints;
+    /// `tokens rekey` rewrites those).
+    static func keyedFingerprint(_ stored: Token, token: String, keyring: TokenKeyring) -> String {
+        if let fingerprint = stored.fingerprint, fingerprint.hasPrefix(FingerprintKey.prefix) { return fingerprint }
+        return keyring.fingerprint(token)
     }
 }
 
