@@ -39,10 +39,11 @@ struct WorkerWiring {
                 handlers += try singleTeamHandlers(configuration: configuration, pool: pool, registry: registry, clock: clock)
             } else {
                 let why = "no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)"
-                for kind in [RefreshValidationHandler.kind, RevocationSweepHandler.kind, NotificationProcessingHandler.kind] {
+                for kind in [RefreshValidationHandler.kind, RevocationSweepHandler.kind, NotificationProcessingHandler.kind,
+                             SignInHandler.kind] {
                     unavailable[kind] = why
                 }
-                logger.warning("refresh-validation, revocation-sweep and notification-processing disabled", ["reason": why])
+                logger.warning("refresh-validation, revocation-sweep, notification-processing and sign-in disabled", ["reason": why])
             }
             let tokens = MigrationTokens(clock: clock)
             handlers += [
@@ -57,9 +58,10 @@ struct WorkerWiring {
         }
     }
 
-    /// Refresh validation, revocation sweep and notification processing for the single team.
-    /// Notifications are verified against `GET {SIWA_APPLE_BASE_URL}/auth/keys`, for `aud` =
-    /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`.
+    /// Refresh validation, revocation sweep, notification processing and sign-ins for the single
+    /// team. Notifications are verified against `GET {SIWA_APPLE_BASE_URL}/auth/keys`, for `aud` =
+    /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`; sign-ins share that JWKS cache
+    /// (their `aud` is the sign-in's client id, which needs credentials: any team of the registry).
     private static func singleTeamHandlers(configuration: SIWAConfiguration, pool: PostgresPool,
                                            registry: AppleClientRegistry, clock: any WallClock) throws -> [any JobHandler] {
         let credentials = try configuration.credentials()
@@ -69,8 +71,8 @@ struct WorkerWiring {
         }
         let refetch = try configuration.jwksRefetchInterval()
         let verifier: JWTVerifier
+        let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch, clock: clock)
         do {
-            let cache = JWKSCache(provider: JWKSProviders.apple(client), minimumRefetchInterval: refetch, clock: clock)
             verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID),
                                        clock: clock)
         } catch {
@@ -80,6 +82,7 @@ struct WorkerWiring {
             RefreshValidationHandler(pool: pool, registry: registry, keyring: keyring),
             RevocationSweepHandler(pool: pool, registry: registry, keyring: keyring),
             NotificationProcessingHandler(pool: pool, verifier: verifier, teamID: credentials.teamID),
+            SignInHandler(pool: pool, registry: registry, keyring: keyring, keys: cache, clock: clock),
         ]
     }
 

@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func everyDeclaredCommandHasSomethingToRun() {
-        #expect(Self.leaves.count == 26)   // + `workers` and `job priority` (issue #9)
+        #expect(Self.leaves.count == 27)   // + `workers` and `job priority` (issue #9), `sign-in` (issue #10)
         for (path, spec) in Self.leaves {
             #expect(CommandTree.command(at: path)?.spec.name == spec.name, "\(path)")
         }
