@@ -43,7 +43,9 @@ extension SignInHandler {
             return await finish(base.with(.codeRejected, reason: "id_token_mismatch",
                 detail: "the id_token Apple returned does not verify or names another sub"), row, item)
         }
-        let exchanged = ExchangedSignIn(row: row, sub: sub, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
+        // An empty email claim (Work & School accounts) is no email: it never blanks a stored one.
+        let email = claims.email.flatMap { $0.isEmpty ? nil : $0 }
+        let exchanged = ExchangedSignIn(row: row, sub: sub, email: email, isPrivateEmail: claims.isPrivateEmail,
                                         transferSub: claims.transferSub, refreshToken: refresh, verdict: base)
         return await stored(exchanged, item)
     }

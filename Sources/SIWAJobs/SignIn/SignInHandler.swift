@@ -61,7 +61,7 @@ public struct SignInHandler: JobHandler {
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         let ids = items.map { SignInRow.id(inPayload: $0.payload) }
         let rows = try await SignInRow.load(ids.compactMap { $0 }, pool: pool)
-        return zip(items, ids).map { item, id in
+        return zip(items, ids).map { item, id -> @Sendable () async -> ItemOutcome in
             guard let id, let row = rows[id] else {
                 let result = SignInVerdict(.configurationError, reason: "no_sign_in", detail: "item payload names no stored sign-in").result
                 return { .failed(result, audit: nil, effect: nil) }

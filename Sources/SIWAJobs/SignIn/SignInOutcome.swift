@@ -62,6 +62,6 @@ struct SignInVerdict: Sendable, Equatable {
     func auditDetail(signInID: Int64) -> String {
         jsonObject(["sign_in_id": String(signInID), "reason": reason, "matched_via": matchedVia,
                     "identity_token_fingerprint": identityTokenFingerprint, "code_fingerprint": codeFingerprint,
-                    "token_fingerprint": refreshTokenFingerprint, "real_user_status": realUserStatus.map(String.init)])
+                    "token_fingerprint": refreshTokenFingerprint, "real_user_status": realUserStatus.map { String($0) }])
     }
 }

@@ -30,7 +30,7 @@ struct SignInStore: Sendable {
                     sub = \(v.sub), account_email = \(v.accountEmail), is_private_email = \(v.isPrivateEmail),
                     real_user_status = \(v.realUserStatus), matched_via = \(v.matchedVia),
                     identity_token_fingerprint = \(v.identityTokenFingerprint), code_fingerprint = \(v.codeFingerprint),
-                    identity_token = NULL, authorization_code = NULL, nonce = NULL, processed_at = now()
+                    identity_token = NULL, authorization_code = NULL, nonce = NULL, processed_at = clock_timestamp()
                 WHERE id = \(signInID) AND processed_at IS NULL
                 RETURNING id, outcome, account_id
             ), audit AS (

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): sign-in latency beside the nightly validation (issue #10; README
+# "Sign-in: accounts in through the exchange"), release build, PostgreSQL, the sandbox and ONE
+# long-running worker on this box.
+#   A refresh validation of ACCOUNTS accounts (default 100,000) drains at C=CONCURRENCY (256)
+#   against the sandbox (LATENCY_MS, default 50 ms, on every Apple call, the code exchange too).
+#   Once it is 5% done, SIGNINS (default 2,000) sign-ins, authorized beforehand through the
+#   sandbox's device endpoint, are submitted through PostgreSQL (`siwa.submit_sign_in`) at RATE
+#   per second (100) by one app-side connection. Prints submit-to-outcome p50/p99/max
+#   (siwa.sign_ins submitted_at to processed_at; targets p50 <= 120 ms, p99 <= 300 ms), how many
+#   were submitted while the validation was still draining, and the validation's throughput.
+# Options via environment: ACCOUNTS, SIGNINS, RATE, CONCURRENCY, LATENCY_MS, PG_DIR
+# (/tmp/siwa-signin-bench-pg), PG_PORT (54336).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ACCOUNTS=${ACCOUNTS:-100000}
+SIGNINS=${SIGNINS:-2000}
+RATE=${RATE:-100}
+CONCURRENCY=${CONCURRENCY:-256}
+LATENCY_MS=${LATENCY_MS:-50}
+pgdir=${PG_DIR:-/tmp/siwa-signin-bench-pg}
+work=$(mktemp -d /tmp/siwa-signin.XXXXXX)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+scripts/install-deps.sh
+eval "$(scripts/pg-up.sh "$pgdir" "${PG_PORT:-54336}")"
+export PGHOST PGPORT PGUSER
+export PGDATABASE=siwa_signin_bench
+unset DATABASE_URL
+psql -d postgres -qc "DROP DATABASE IF EXISTS siwa_signin_bench WITH (FORCE)" -qc "CREATE DATABASE siwa_signin_bench" >/dev/null
+swift build -c release 2>&1 | grep -E "error|warning:" || true
+bin=$(swift build -c release --show-bin-path)/siwa-jobs
+[ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
+"$bin" migrate >/dev/null
+"$bin" keygen --out "$work/AuthKey_SIGNKEY001.p8" >/dev/null
+"$bin" keygen --token-key > "$work/token.key"
+export SIWA_TEAM_ID=SIGNTEAM01 SIWA_KEY_ID=SIGNKEY001 SIWA_CLIENT_ID=com.example.signin
+export SIWA_KEY_FILE="$work/AuthKey_SIGNKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
+export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
+q() { psql -qtAc "$1"; }
+
+"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off > "$work/sandbox.out" 2> "$work/sandbox.err" &
+pids+=($!)
+for _ in $(seq 1 200); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+sandbox=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
+[ -n "$sandbox" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox.err" >&2; exit 1; }
+export SIWA_APPLE_BASE_URL=$sandbox
+echo "== seeding $ACCOUNTS accounts (sandbox at $sandbox, latency ${LATENCY_MS} ms)"
+"$bin" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
+
+echo "== authorizing $SIGNINS users through the sandbox (the device's side)"
+python3 - "$sandbox" "$SIGNINS" "$SIWA_TEAM_ID" "$SIWA_CLIENT_ID" > "$work/signins.sql" <<'PY'
+import concurrent.futures, json, sys, urllib.request, uuid
+url, n, team, client = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def one(i):
+    nonce = f"bench-{i}-{uuid.uuid4()}"
+    body = json.dumps({"team_id": team, "client_id": client, "nonce": nonce}).encode()
+    req = urllib.request.Request(url + "/__sandbox/authorize", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        a = json.load(r)
+    return a["identity_token"], a["code"], nonce
+with concurrent.futures.ThreadPoolExecutor(8) as pool:
+    for token, code, nonce in pool.map(one, range(n)):
+        print(f"SELECT siwa.submit_sign_in('{team}', '{client}', '{token}', '{code}', p_nonce => '{nonce}');")
+PY
+
+validation=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
+echo "== validation job $validation ($(q "SELECT item_count FROM siwa.jobs WHERE id = $validation") items) at C=$CONCURRENCY, one long-running worker"
+start=$(date +%s.%N)
+"$bin" work --concurrency "$CONCURRENCY" --pool-size 8 --stats > "$work/worker.out" 2> "$work/worker.log" &
+worker=$!
+pids+=("$worker")
+done_items() { q "SELECT count(*) FROM siwa.job_items WHERE job_id = $validation AND state IN ('succeeded', 'failed', 'discarded')"; }
+until [ "$(done_items)" -ge $(( ACCOUNTS / 20 )) ]; do
+  kill -0 "$worker" 2>/dev/null || { echo "the worker exited early" >&2; tail -n 5 "$work/worker.log" >&2; exit 1; }
+  sleep 0.2
+done
+echo "== submitting $SIGNINS sign-ins at $RATE/s through PostgreSQL"
+python3 - "$work/signins.sql" "$RATE" <<'PY' | psql -qtA -v ON_ERROR_STOP=1 > /dev/null
+import sys, time
+lines = open(sys.argv[1]).read().splitlines()
+rate = float(sys.argv[2])
+t0 = time.monotonic()
+for i, line in enumerate(lines):
+    delay = t0 + i / rate - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+PY
+until [ "$(q "SELECT count(*) FROM siwa.sign_ins WHERE processed_at IS NULL")" -eq 0 ]; do
+  kill -0 "$worker" 2>/dev/null || { echo "the worker exited early" >&2; tail -n 5 "$work/worker.log" >&2; exit 1; }
+  sleep 0.2
+done
+until [ "$(done_items)" -ge "$ACCOUNTS" ]; do
+  kill -0 "$worker" 2>/dev/null || { echo "the worker exited early" >&2; tail -n 5 "$work/worker.log" >&2; exit 1; }
+  sleep 0.2
+done
+kill -TERM "$worker"
+wait "$worker" || true
+q "SELECT format('sign-ins: %s submitted, %s created, other outcomes %s; submit-to-outcome p50 %s ms, p99 %s ms, max %s ms '
+                 || '(targets p50 <= 120 ms, p99 <= 300 ms)',
+          count(*), count(*) FILTER (WHERE outcome = 'created'), count(*) FILTER (WHERE outcome <> 'created'),
+          round(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM processed_at - submitted_at))::numeric, 1),
+          round(percentile_cont(0.99) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM processed_at - submitted_at))::numeric, 1),
+          round(max(1000 * extract(epoch FROM processed_at - submitted_at))::numeric, 1))
+   FROM siwa.sign_ins"
+q "WITH v AS (SELECT min(r.created_at) AS t0, max(r.created_at) AS t1, count(*) AS n FROM siwa.results r WHERE r.job_id = $validation)
+   SELECT format('validation: %s items in %s s, %s items/s (latency bound C/L = %s/s); %s of the sign-ins were submitted while it drained',
+                 v.n, round(extract(epoch FROM v.t1 - v.t0)::numeric, 1),
+                 round(v.n / greatest(extract(epoch FROM v.t1 - v.t0), 0.001))::bigint, round($CONCURRENCY * 1000.0 / $LATENCY_MS)::bigint,
+                 (SELECT count(*) FROM siwa.sign_ins s WHERE s.submitted_at <= v.t1))
+   FROM v"
+echo "worker: $(grep -h '^worker' "$work/worker.out" | tr '\n' ' ')"
+echo "logs in $work"
