@@ -38,7 +38,7 @@ struct SignInStore: Sendable {
                 SELECT 'sign-in', 'sign_in.' || s.outcome, \(jobID), \(itemID), s.account_id, \(v.auditDetail(signInID: signInID))::jsonb
                 FROM s
             )
-            SELECT pg_notify(\(channel), json_build_object('id', s.id, 'outcome', s.outcome)::text) FROM s
+            SELECT pg_notify(\(channel), jsonb_build_object('id', s.id, 'outcome', s.outcome)::text) FROM s
             """)
         return !rows.isEmpty
     }
