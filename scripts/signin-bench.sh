@@ -10,7 +10,7 @@
 #   (siwa.sign_ins submitted_at to processed_at; targets p50 <= 120 ms, p99 <= 300 ms), how many
 #   were submitted while the validation was still draining, and the validation's throughput.
 # Options via environment: ACCOUNTS, SIGNINS, RATE, CONCURRENCY, LATENCY_MS, PG_DIR
-# (/tmp/siwa-signin-bench-pg), PG_PORT (54336).
+# (/tmp/siwa-signin-bench-pg), PG_PORT (54336). Setup, sandbox and seeding: scripts/multi-worker-lib.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ACCOUNTS=${ACCOUNTS:-100000}
@@ -18,37 +18,22 @@ SIGNINS=${SIGNINS:-2000}
 RATE=${RATE:-100}
 CONCURRENCY=${CONCURRENCY:-256}
 LATENCY_MS=${LATENCY_MS:-50}
-pgdir=${PG_DIR:-/tmp/siwa-signin-bench-pg}
-work=$(mktemp -d /tmp/siwa-signin.XXXXXX)
+MW_PGDIR=${PG_DIR:-/tmp/siwa-signin-bench-pg}
+MW_PGPORT=${PG_PORT:-54336}
+MW_DB=siwa_signin_bench
+MW_WORK=$(mktemp -d /tmp/siwa-signin.XXXXXX)
+work=$MW_WORK
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+source scripts/multi-worker-lib.sh
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; mw_cleanup; }
 trap cleanup EXIT
-
-scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "$pgdir" "${PG_PORT:-54336}")"
-export PGHOST PGPORT PGUSER
-export PGDATABASE=siwa_signin_bench
-unset DATABASE_URL
-psql -d postgres -qc "DROP DATABASE IF EXISTS siwa_signin_bench WITH (FORCE)" -qc "CREATE DATABASE siwa_signin_bench" >/dev/null
-swift build -c release 2>&1 | grep -E "error|warning:" || true
-bin=$(swift build -c release --show-bin-path)/siwa-jobs
-[ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
-"$bin" migrate >/dev/null
-"$bin" keygen --out "$work/AuthKey_SIGNKEY001.p8" >/dev/null
-"$bin" keygen --token-key > "$work/token.key"
-export SIWA_TEAM_ID=SIGNTEAM01 SIWA_KEY_ID=SIGNKEY001 SIWA_CLIENT_ID=com.example.signin
-export SIWA_KEY_FILE="$work/AuthKey_SIGNKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
-export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 q() { psql -qtAc "$1"; }
 
-"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off > "$work/sandbox.out" 2> "$work/sandbox.err" &
-pids+=($!)
-for _ in $(seq 1 200); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-sandbox=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
-[ -n "$sandbox" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox.err" >&2; exit 1; }
-export SIWA_APPLE_BASE_URL=$sandbox
+mw_setup
+mw_sandbox --latency-ms "$LATENCY_MS"
+sandbox=$SIWA_APPLE_BASE_URL
 echo "== seeding $ACCOUNTS accounts (sandbox at $sandbox, latency ${LATENCY_MS} ms)"
-"$bin" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
+mw_seed "$ACCOUNTS"
 
 echo "== authorizing $SIGNINS users through the sandbox (the device's side)"
 python3 - "$sandbox" "$SIGNINS" "$SIWA_TEAM_ID" "$SIWA_CLIENT_ID" > "$work/signins.sql" <<'PY'
