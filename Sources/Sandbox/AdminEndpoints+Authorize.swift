@@ -21,7 +21,7 @@ extension AdminEndpoints {
         request.privateEmail = input.private_email ?? true
         switch input.real_user_status {
         case nil: break
-        case .some(nil): request.realUserStatus = nil
+        case .some(.none): request.realUserStatus = nil
         case .some(.some(let value)):
             guard (0...2).contains(value) else { throw SandboxAdminError(field: "real_user_status", reason: "expected 0, 1, 2 or null") }
             request.realUserStatus = value

@@ -19,8 +19,11 @@ import Testing
         // Half give the raw nonce, half its SHA-256 hex (both forms an app may hold).
         var ids: [Int64] = []
         for (i, user) in users.enumerated() {
-            ids.append(i.isMultiple(of: 2) ? try await w.submit(user)
-                                           : try await w.submit(user, nonceSHA256: Digest.sha256Hex(user.nonce ?? "")))
+            if i.isMultiple(of: 2) {
+                ids.append(try await w.submit(user))
+            } else {
+                ids.append(try await w.submit(user, nonceSHA256: Digest.sha256Hex(user.nonce ?? "")))
+            }
         }
         let outcomes = try await w.outcomes(ids)
         #expect(outcomes.values.filter { $0 == "created" }.count == Self.users, "\(Set(outcomes.values))")
@@ -83,13 +86,12 @@ import Testing
         try w.sandbox.rotateKeys(publish: false)
         let unknownKID = try await w.authorize(["nonce": "n"])
         w.sandbox.model.resetStats()
-        let ids = [
-            try await w.submit(good, nonce: "wrong"),
-            try await w.submit(audience),
-            try await w.submit(expired),
-            try await w.submit(good, token: forged),
-            try await w.submit(unknownKID),
-        ]
+        var ids: [Int64] = []
+        ids.append(try await w.submit(good, nonce: "wrong"))
+        ids.append(try await w.submit(audience))
+        ids.append(try await w.submit(expired))
+        ids.append(try await w.submit(good, token: forged))
+        ids.append(try await w.submit(unknownKID))
         let outcomes = try await w.outcomes(ids)
         #expect(ids.map { outcomes[$0] ?? "none" } == [
             "identity_token_rejected: nonce_mismatch", "identity_token_rejected: wrong_audience",

@@ -1,6 +1,7 @@
 import Foundation
 import SIWACrypto
 import Testing
+import TestSupport
 @testable import Sandbox
 
 /// The sandbox plays the device (`POST /__sandbox/authorize`) and answers the code exchange as

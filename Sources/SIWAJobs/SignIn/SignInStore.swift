@@ -72,8 +72,8 @@ extension SignInStore {
     /// - Throws: `DatabaseError` (a unique violation on `accounts_external_key`: the
     ///   external_user_id belongs to another account), `CryptoError` from sealing, `SignInRaceLost`.
     func store(_ s: ExchangedSignIn, jobID: Int64, itemID: Int64, keyring: TokenKeyring) async throws -> SignInVerdict? {
-        try await pool.withConnection { conn in
-            try await conn.transaction { tx in
+        try await pool.withConnection { conn async throws -> SignInVerdict? in
+            try await conn.transaction { tx async throws -> SignInVerdict? in
                 let row = s.row
                 let locked = try await tx.query("SELECT processed_at IS NOT NULL AS done FROM siwa.sign_ins WHERE id = \(row.id) FOR UPDATE")
                 guard let first = locked.first, try !first.decode("done", as: Bool.self) else { return nil }
