@@ -39,9 +39,9 @@ extension SignInHandler {
         }
         base.httpStatus = 200
         guard let refresh = tokens.refreshToken, let idToken = tokens.idToken,
-              await returnedSub(idToken, row) == sub else {
+              Self.returnedSub(idToken, clientID: row.clientID) == sub else {
             return await finish(base.with(.codeRejected, reason: "id_token_mismatch",
-                detail: "the id_token Apple returned does not verify or names another sub"), row, item)
+                detail: "the id_token Apple returned is unreadable, not for this client, or names another sub"), row, item)
         }
         // An empty email claim (Work & School accounts) is no email: it never blanks a stored one.
         let email = claims.email.flatMap { $0.isEmpty ? nil : $0 }

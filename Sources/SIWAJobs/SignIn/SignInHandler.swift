@@ -20,7 +20,8 @@ import Queue
 ///    `invalid_grant` and other permanent answers are final (`code_rejected`, never retried);
 ///    `invalid_client` is `configuration_error`; transient failures are retried only while the
 ///    code can still be valid (`codeLifetime` after the token's `iat`), then `code_rejected`
-///    (`apple_unavailable`); the returned `id_token` must verify and name the same `sub`;
+///    (`apple_unavailable`); the returned `id_token` must name Apple, the client and the same
+///    `sub` (`returnedSub`);
 /// 4. the account and its sealed refresh token (`SignInStore.store`): `created` or `linked`.
 /// The outcome statement wipes the code, identity token and nonce and sends NOTIFY
 /// `siwa_sign_ins`. Rejections and outcomes are item successes (the exchange ran as it should);
