@@ -8,7 +8,8 @@
 #   sandbox's device endpoint, are submitted through PostgreSQL (`siwa.submit_sign_in`) at RATE
 #   per second (100) by one app-side connection. Prints submit-to-outcome p50/p99/max
 #   (siwa.sign_ins submitted_at to processed_at; targets p50 <= 120 ms, p99 <= 300 ms), how many
-#   were submitted while the validation was still draining, and the validation's throughput.
+#   were submitted while the validation was still draining, and the validation's throughput; then
+#   where the time went (the sign-in results' wait_ms and apple_ms).
 # Options via environment: ACCOUNTS, SIGNINS, RATE, CONCURRENCY, LATENCY_MS, PG_DIR
 # (/tmp/siwa-signin-bench-pg), PG_PORT (54336). Setup, sandbox and seeding: scripts/multi-worker-lib.sh.
 set -euo pipefail
@@ -92,6 +93,17 @@ q "SELECT format('sign-ins: %s submitted, %s created, other outcomes %s; submit-
           round(percentile_cont(0.99) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM processed_at - submitted_at))::numeric, 1),
           round(max(1000 * extract(epoch FROM processed_at - submitted_at))::numeric, 1))
    FROM siwa.sign_ins"
+q "WITH x AS (SELECT (r.detail->>'wait_ms')::float8 AS w, (r.detail->>'apple_ms')::float8 AS a,
+                    1000 * extract(epoch FROM s.processed_at - s.submitted_at) AS t
+             FROM siwa.sign_ins s JOIN siwa.job_items i ON (i.payload->>'sign_in_id')::bigint = s.id
+             JOIN siwa.results r ON r.item_id = i.id)
+   SELECT format('  of which: submit to the worker starting it p50 %s / p99 %s ms; verify + code exchange %s / %s ms; '
+                 || 'store and outcome %s / %s ms',
+                 round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w)::numeric), round(percentile_cont(0.99) WITHIN GROUP (ORDER BY w)::numeric),
+                 round(percentile_cont(0.5) WITHIN GROUP (ORDER BY a)::numeric), round(percentile_cont(0.99) WITHIN GROUP (ORDER BY a)::numeric),
+                 round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t - w - a)::numeric),
+                 round(percentile_cont(0.99) WITHIN GROUP (ORDER BY t - w - a)::numeric))
+   FROM x"
 q "WITH v AS (SELECT min(r.created_at) AS t0, max(r.created_at) AS t1, count(*) AS n FROM siwa.results r WHERE r.job_id = $validation)
    SELECT format('validation: %s items in %s s, %s items/s (latency bound C/L = %s/s); %s of the sign-ins were submitted while it drained',
                  v.n, round(extract(epoch FROM v.t1 - v.t0)::numeric, 1),

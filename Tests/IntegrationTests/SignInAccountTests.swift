@@ -1,7 +1,8 @@
 import Foundation
 import Postgres
-import SIWAJobs
+import SIWACrypto
 import Testing
+@testable import SIWAJobs
 
 /// How a sign-in finds or makes its account: by (team, sub), through `transfer_sub`, or new; what
 /// it keeps; and what it answers when the app's own id is taken.
@@ -59,5 +60,20 @@ import Testing
         #expect(try await db.scalar("SELECT sub FROM siwa.accounts WHERE id = \(migrated)", as: String.self) == user.sub)
         #expect(try await db.scalar("SELECT count(*)::int FROM siwa.accounts", as: Int.self) == 1)
         await w.tearDown()
+    }
+
+    /// The `id_token` Apple returns with the tokens is read for its `sub` (its `iss` and `aud`
+    /// must be Apple's and the client's); an unreadable one is no match.
+    @Test(arguments: [
+        (#"{"iss":"https://appleid.apple.com","aud":"com.example.siwa","sub":"0001.a.1"}"#, "0001.a.1"),
+        (#"{"iss":"https://appleid.apple.com","aud":["x","com.example.siwa"],"sub":"0001.a.1"}"#, "0001.a.1"),
+        (#"{"iss":"https://appleid.apple.com","aud":"com.example.other","sub":"0001.a.1"}"#, nil),
+        (#"{"iss":"https://evil.example","aud":"com.example.siwa","sub":"0001.a.1"}"#, nil),
+        ("not json", nil),
+    ] as [(String, String?)])
+    func theReturnedIDTokenNamesTheUser(_ claims: String, _ sub: String?) {
+        let token = Base64URL.encode(Array(#"{"alg":"RS256","kid":"k"}"#.utf8)) + "." + Base64URL.encode(Array(claims.utf8)) + ".c2ln"
+        #expect(SignInHandler.returnedSub(token, clientID: SIWAWorld.clientID) == sub)
+        #expect(SignInHandler.returnedSub("only.two", clientID: SIWAWorld.clientID) == nil)
     }
 }

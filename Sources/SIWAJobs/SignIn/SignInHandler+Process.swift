@@ -10,6 +10,8 @@ extension SignInHandler {
     func process(_ row: SignInRow, item: ClaimedItem) async -> ItemOutcome {
         guard let token = row.identityToken, let code = row.code else { return .released }
         var base = SignInVerdict(.configurationError)
+        let started = clock.now
+        base.waitMs = max(0, Int(started.timeIntervalSince(row.submittedAt) * 1000))
         base.identityTokenFingerprint = Fingerprint.of(token)
         base.codeFingerprint = Fingerprint.of(code)
         guard let client = registry.client(teamID: row.teamID, clientID: row.clientID) else {
@@ -38,6 +40,7 @@ extension SignInHandler {
             return await exchangeFailed(error.atAttempt(item.attempt), base: base, deadline: codeDeadline, row, item)
         }
         base.httpStatus = 200
+        base.appleMs = Int(clock.now.timeIntervalSince(started) * 1000)
         guard let refresh = tokens.refreshToken, let idToken = tokens.idToken,
               Self.returnedSub(idToken, clientID: row.clientID) == sub else {
             return await finish(base.with(.codeRejected, reason: "id_token_mismatch",

@@ -44,6 +44,10 @@ struct SignInVerdict: Sendable, Equatable {
     var refreshTokenFingerprint: String?
     /// Apple's HTTP status, when the code was sent.
     var httpStatus: Int?
+    /// Milliseconds from submission to the worker starting it (`wait_ms`, the database's and the
+    /// worker's clocks) and of the code exchange (`apple_ms`), for the result's detail.
+    var waitMs: Int?
+    var appleMs: Int?
 
     init(_ outcome: SignInOutcome, reason: String? = nil, detail: String? = nil) {
         self.outcome = outcome
@@ -54,7 +58,8 @@ struct SignInVerdict: Sendable, Equatable {
     /// The item's `siwa.results` row.
     var result: ResultRecord {
         ResultRecord(outcome, httpStatus: httpStatus, appleError: outcome == .codeRejected || outcome == .configurationError ? reason : nil,
-                     detail: jsonObject(["reason": reason, "detail": detail, "matched_via": matchedVia]),
+                     detail: jsonObject(["reason": reason, "detail": detail, "matched_via": matchedVia,
+                                         "wait_ms": waitMs.map { String($0) }, "apple_ms": appleMs.map { String($0) }]),
                      tokenFingerprint: refreshTokenFingerprint)
     }
 
