@@ -45,6 +45,11 @@ BEGIN
     GRANT SELECT ON siwa.account_summary, siwa.notification_summary, siwa.email_changes, siwa.accounts_to_delete,
         siwa.credential_states TO siwa_pii_reader;
     GRANT EXECUTE ON FUNCTION siwa.credential_state(text, text, text) TO siwa_pii_reader;
+    -- The sign-in inbox: its outcomes carry the sub and email; the app backend submits and reads.
+    REVOKE SELECT ON siwa.sign_in_outcomes FROM siwa_dashboard;
+    GRANT SELECT ON siwa.sign_in_outcomes TO siwa_pii_reader;
+    GRANT EXECUTE ON FUNCTION siwa.submit_sign_in(text, text, text, text, text, text, text, text, text, text)
+        TO siwa_pii_reader;
 EXCEPTION WHEN insufficient_privilege OR undefined_object THEN
     RAISE NOTICE 'siwa_pii_reader not created or granted (the migrating user lacks CREATEROLE, or the siwa roles are missing); grant by hand';
 END $$;

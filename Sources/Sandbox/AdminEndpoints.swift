@@ -35,6 +35,8 @@ final class AdminEndpoints: Sendable {
                 model.resetStats()
                 throttle.resetCounters()
                 return .adminJSON("{\"ok\":true}")
+            case ("POST", "/__sandbox/authorize"): return try authorize(req)
+            case (_, "/__sandbox/authorize"): return .methodNotAllowed("POST")
             case ("POST", "/__sandbox/rate-limit"): return try rateLimit(req.body)
             case ("GET", "/__sandbox/rate"): return try rateReport()
             case (_, "/__sandbox/rate-limit"): return .methodNotAllowed("POST")

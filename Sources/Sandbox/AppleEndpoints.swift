@@ -68,7 +68,7 @@ final class AppleEndpoints: Sendable {
     }
 
     /// `POST /auth/token`: `refresh_token`, `client_credentials` (scope `user.migration`) and
-    /// `authorization_code` (the sandbox issues no codes, so every code is `invalid_grant`).
+    /// `authorization_code` (codes from `/__sandbox/authorize`; see `authorizationCode`).
     func token(_ req: HTTPServerRequest, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
         answer { () throws(Rejection) in try tokenChecked(req, now: now, tally: &tally) }
     }
@@ -97,8 +97,7 @@ final class AppleEndpoints: Sendable {
             tally.bearerMinted = true
             return .appleJSON("{\"access_token\":\"\(token)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
         case "authorization_code":
-            guard let code = form["code"], !code.isEmpty else { return .appleError("invalid_request", reason: "missing_code") }
-            return .appleError("invalid_grant", reason: "unknown_code")
+            return authorizationCode(form, client: client, now: now, tally: &tally)
         default:
             return .appleError("unsupported_grant_type", reason: "grant_type")
         }

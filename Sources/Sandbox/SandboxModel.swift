@@ -52,6 +52,8 @@ public final class SandboxModel: Sendable {
     let counters = Mutex(SandboxStats())
     /// App-transfer users, transfers, issued transfer identifiers and the clock offset.
     let migration = Mutex(MigrationRegistry())
+    /// Authorization codes issued by `/__sandbox/authorize` and their single use.
+    let authorizations = Mutex(AuthorizationRegistry())
     /// The most recent access tokens handed out (at most `issuedAccessTokenLimit`), so tests can
     /// prove none of them reached logs, results or views.
     let recentAccessTokens = Mutex<[String]>([])

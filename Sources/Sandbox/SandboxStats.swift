@@ -26,6 +26,10 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
     public var transferSubsIssued = 0
     /// `transfer_sub` values exchanged by recipient teams for their `sub`.
     public var transferSubsExchanged = 0
+    /// Identity tokens and authorization codes issued by `/__sandbox/authorize`.
+    public var authorizationsIssued = 0
+    /// Authorization codes exchanged (`grant_type=authorization_code` answered 200).
+    public var codesExchanged = 0
 
     public init() {}
 
@@ -38,6 +42,8 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
         case idTokensSigned = "id_tokens_signed"
         case transferSubsIssued = "transfer_subs_issued"
         case transferSubsExchanged = "transfer_subs_exchanged"
+        case authorizationsIssued = "authorizations_issued"
+        case codesExchanged = "codes_exchanged"
     }
 }
 
@@ -56,6 +62,7 @@ struct RequestTally {
     var idTokenSigned = false
     var transferSubIssued = false
     var transferSubExchanged = false
+    var codeExchanged = false
 
     init(endpoint: String) { self.endpoint = endpoint }
 }
@@ -75,5 +82,6 @@ extension SandboxStats {
         if t.idTokenSigned { idTokensSigned += 1 }
         if t.transferSubIssued { transferSubsIssued += 1 }
         if t.transferSubExchanged { transferSubsExchanged += 1 }
+        if t.codeExchanged { codesExchanged += 1 }
     }
 }

@@ -26,6 +26,7 @@ enum CommandTree {
             NotificationsServeCommand.self, NotificationsSendCommand.self,
         ]),
         .group("token", abstract: "identity tokens and notification JWTs", [TokenVerifyCommand.self]),
+        .command(SignInCommand.self),
         .command(WorkCommand.self),
         .command(WorkersCommand.self),
         .command(DashboardCommand.self),

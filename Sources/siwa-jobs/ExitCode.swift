@@ -74,6 +74,17 @@ struct ExitCode: Equatable, Sendable {
         return .failure
     }
 
+    /// `sign-in`: 0 linked or created; 78 configuration_error; 75 no outcome in time (nil); 1 any
+    /// other outcome (identity_token_rejected, code_rejected, conflict).
+    static func of(signInOutcome outcome: String?) -> ExitCode {
+        switch outcome {
+        case "linked", "created": .success
+        case "configuration_error": .configuration
+        case nil: .temporaryFailure
+        default: .failure
+        }
+    }
+
     /// The status for an error a command threw, and the lines to print on stderr (each is
     /// prefixed with `siwa-jobs: `).
     /// - Parameter database: the redacted connection settings, for database errors.

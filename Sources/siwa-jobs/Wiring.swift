@@ -46,10 +46,11 @@ struct WorkerWiring {
                                                    transport: transport, clock: clock)
             } else {
                 let why = "no Apple credentials configured (SIWA_TEAM_ID, SIWA_KEY_ID, SIWA_CLIENT_ID, SIWA_KEY_FILE)"
-                for kind in [RefreshValidationHandler.kind, RevocationSweepHandler.kind, NotificationProcessingHandler.kind] {
+                for kind in [RefreshValidationHandler.kind, RevocationSweepHandler.kind, NotificationProcessingHandler.kind,
+                             SignInHandler.kind] {
                     unavailable[kind] = why
                 }
-                logger.warning("refresh-validation, revocation-sweep and notification-processing disabled", ["reason": why])
+                logger.warning("refresh-validation, revocation-sweep, notification-processing and sign-in disabled", ["reason": why])
             }
             let tokens = MigrationTokens(clock: clock)
             handlers += [
@@ -64,9 +65,11 @@ struct WorkerWiring {
         }
     }
 
-    /// Refresh validation, revocation sweep and notification processing for the single team.
-    /// Notifications are verified with Apple's JWKS (`verificationKeysURL`: pinned to Apple unless
-    /// `SIWA_SANDBOX_MODE=1`), for `aud` = `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`.
+    /// Refresh validation, revocation sweep, notification processing and sign-ins for the single
+    /// team. Notifications and identity tokens are verified with Apple's JWKS (`verificationKeysURL`:
+    /// pinned to Apple unless `SIWA_SANDBOX_MODE=1`; one cache), notifications for `aud` =
+    /// `SIWA_CLIENT_ID` or any of `SIWA_NOTIFICATION_CLIENT_IDS`, sign-ins for the sign-in's client
+    /// id (which needs credentials: any team of the registry).
     private static func singleTeamHandlers(configuration: SIWAConfiguration, pool: PostgresPool, registry: AppleClientRegistry,
                                            transport: CurlTransport, clock: any WallClock) throws -> [any JobHandler] {
         let credentials = try configuration.credentials()
@@ -76,9 +79,9 @@ struct WorkerWiring {
         }
         let refetch = try configuration.jwksRefetchInterval()
         let verifier: JWTVerifier
+        let cache = JWKSCache(provider: configuration.verificationKeysProvider(client: client, transport: transport),
+                              minimumRefetchInterval: refetch, clock: clock)
         do {
-            let cache = JWKSCache(provider: configuration.verificationKeysProvider(client: client, transport: transport),
-                                  minimumRefetchInterval: refetch, clock: clock)
             verifier = try JWTVerifier(keys: cache, clientIDs: configuration.notificationClientIDs(primary: credentials.clientID),
                                        clock: clock)
         } catch {
@@ -88,6 +91,7 @@ struct WorkerWiring {
             RefreshValidationHandler(pool: pool, registry: registry, keyring: keyring),
             RevocationSweepHandler(pool: pool, registry: registry, keyring: keyring),
             NotificationProcessingHandler(pool: pool, verifier: verifier, teamID: credentials.teamID),
+            SignInHandler(pool: pool, registry: registry, keyring: keyring, keys: cache, clock: clock),
         ]
     }
 

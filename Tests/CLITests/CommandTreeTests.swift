@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func everyDeclaredCommandHasSomethingToRun() {
-        #expect(Self.leaves.count == 36)   // + workers, job priority (#9); accounts import|export, tokens rekey (#10);
+        #expect(Self.leaves.count == 37)   // + workers, job priority (#9); accounts import|export, tokens rekey, sign-in (#10);
                                            // dashboard, prune, jobs list, job show|pause|retry, results export (#11)
         for (path, spec) in Self.leaves {
             #expect(CommandTree.command(at: path)?.spec.name == spec.name, "\(path)")

@@ -15,7 +15,7 @@ import Testing
                                  "live_workers"]
     /// The views with personal data, read by `siwa_pii_reader` (sql/0020_hardening.sql), not the dashboard.
     static let personalViews = ["account_summary", "email_changes", "notification_summary", "accounts_to_delete",
-                                "credential_states"]
+                                "credential_states", "sign_in_outcomes"]
 
     /// A LOGIN role that is a member of `group` only, dropped by `dropLogins`.
     static func login(memberOf group: String, on db: TestDatabase) async throws -> String {

@@ -6,7 +6,8 @@ import Queue
 /// between two kinds (e.g. an urgent ops retry at 3, ahead of other ops jobs but behind
 /// notifications). `sql/0014_priority_claim.sql` gave jobs planned before it these defaults.
 extension JobPriority {
-    /// Sign-ins (a future kind `sign-in`): a user is waiting and an authorization code lives 5 minutes.
+    /// Sign-ins (`sign-in`, planned by `siwa.submit_sign_in`): a user is waiting and an
+    /// authorization code lives 5 minutes.
     public static let signIn = 0
     /// `notification-processing`: Apple's server-to-server notifications (`account-delete`,
     /// `consent-revoked`, …), applied within seconds even beside a nightly validation.
@@ -21,7 +22,7 @@ extension JobPriority {
     /// not listed).
     public static func `default`(forKind kind: String) -> Int {
         switch kind {
-        case "sign-in": signIn
+        case SignInHandler.kind: signIn
         case NotificationProcessingHandler.kind: notifications
         case RefreshValidationHandler.kind: nightly
         default: operations

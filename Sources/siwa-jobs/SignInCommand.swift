@@ -1,0 +1,64 @@
+import Clocks
+import Commands
+import Foundation
+import Postgres
+import SIWACore
+import SIWAJobs
+
+/// `siwa-jobs sign-in`: submits one sign-in through PostgreSQL (`siwa.submit_sign_in`), as an app
+/// backend would, waits for a worker's outcome and prints it (README "Sign-in: accounts in
+/// through the exchange"). For trying the exchange by hand; apps call the function themselves.
+enum SignInCommand: Command {
+    static let tokenFile = Declare.option("identity-token-file", "F", .string,
+                                          help: "the identity token (compact JWT) in a file; - reads stdin", required: true)
+    static let code = Declare.option("code", "C", .string, help: "the authorization code (single use, valid 5 minutes; "
+                                        + "visible in the process list while this runs)", required: true)
+    static let nonce = Declare.option("nonce", "N", .string, help: "the raw nonce of the authorization request")
+    static let nonceSHA256 = Declare.option("nonce-sha256", "HEX", .string, help: "or the nonce's SHA-256 hex (not both)")
+    static let redirectURI = Declare.option("redirect-uri", "U", .string, help: "the redirect URI of a web authorization")
+    static let externalUserID = Declare.option("external-user-id", "ID", .string,
+                                               help: "the app's own user id for a new account", defaultText: "the Apple sub")
+    static let name = Declare.option("name", "TEXT", .string, help: "the user's name from the first authorization")
+    static let email = Declare.option("email", "ADDR", .string, help: "the email from the first authorization")
+    static let timeout = Declare.value("timeout-seconds", "S", .seconds(in: 1...600), default: .seconds(30),
+                                       help: "how long to wait for a worker's outcome")
+
+    static let spec = CommandSpec(
+        "sign-in", abstract: "submit one sign-in (identity token + authorization code), wait, print the outcome",
+        discussion: "Needs a running `siwa-jobs work`. Exit 0 linked or created; 1 identity_token_rejected, code_rejected "
+            + "or conflict; 78 configuration_error; 75 no outcome within --timeout-seconds (the sign-in stays queued).",
+        options: [tokenFile, code, nonce, nonceSHA256, redirectURI, externalUserID, name, email, timeout,
+                  CommonOptions.teamID, CommonOptions.clientID],
+        environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
+        let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
+        let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
+        if arguments[nonce] != nil && arguments[nonceSHA256] != nil {
+            throw arguments.usageError("sign-in: give --nonce or --nonce-sha256, not both")
+        }
+        let data = try InputFile.read(try arguments.required(tokenFile), limit: 64 * 1024, stdin: true)   // exit 66 when unreadable
+        var request = SignInRequest(teamID: team, clientID: client,
+                                    identityToken: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines),
+                                    code: try arguments.required(code), nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
+                                    redirectURI: arguments[redirectURI])
+        request.externalUserID = arguments[externalUserID]
+        request.name = arguments[name]
+        request.email = arguments[email]
+        let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
+        let submitter = SignInSubmitter(pool: pool)
+        let outcome = await Result(catching: { () async throws -> (Int64, SignInResult?) in
+            let id = try await submitter.submit(request)
+            return (id, try await submitter.wait(id: id, timeout: arguments[timeout], clock: context.clock))
+        })
+        await pool.close()
+        let (id, result) = try outcome.get()
+        guard let result else {
+            say("sign-in \(id): no outcome within \(Int(arguments[timeout].seconds)) s; is `siwa-jobs work` running? "
+                + "(it stays queued: SELECT outcome FROM siwa.sign_in_outcomes WHERE id = \(id))")
+            return .of(signInOutcome: nil)
+        }
+        say("sign-in \(id): \(result.line)")
+        return .of(signInOutcome: result.outcome)
+    }
+}
