@@ -28,7 +28,7 @@ bin=$(swift build --show-bin-path)/siwa-jobs
 
 "$bin" migrate >/dev/null
 "$bin" keygen --out "$work/AuthKey_SHOTKEY001.p8" >/dev/null
-"$bin" keygen --token-key > "$work/token.key"
+"$bin" keygen --token-key --out "$work/token.key" >/dev/null
 export SIWA_TEAM_ID=SHOTTEAM01 SIWA_KEY_ID=SHOTKEY001 SIWA_CLIENT_ID=com.example.shots
 export SIWA_KEY_FILE="$work/AuthKey_SHOTKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
 export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
@@ -37,6 +37,7 @@ export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 pids+=($!)
 for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
+export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 "$bin" seed --accounts 2000 --revoked-fraction 0.04 >/dev/null
 
 # 14 earlier nights: finished validation jobs with synthetic verdicts (results only, no items).

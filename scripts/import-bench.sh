@@ -35,8 +35,8 @@ fresh() {
   "$bin" migrate >/dev/null
 }
 q() { psql -qtAc "$1"; }
-"$bin" keygen --token-key > "$work/k1.key"
-"$bin" keygen --token-key > "$work/k2.key"
+"$bin" keygen --token-key --out "$work/k1.key" >/dev/null
+"$bin" keygen --token-key --out "$work/k2.key" >/dev/null
 export SIWA_TEAM_ID=IMPTEAM001 SIWA_CLIENT_ID=com.example.import SIWA_TOKEN_KEY_FILE="$work/k1.key"
 export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 
@@ -84,6 +84,7 @@ export SIWA_KEY_ID=IMPKEY0001 SIWA_KEY_FILE="$work/AuthKey_IMPKEY0001.p8"
 pids+=($!)
 for _ in $(seq 1 200); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
+export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 "$bin" seed --accounts "$REKEY" --revoked-fraction 0 >/dev/null
 job=$("$bin" enqueue refresh-validation --safety-stop off | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
 export SIWA_TOKEN_KEY_FILE="$work/k2.key" SIWA_TOKEN_KEY_ID=k2 SIWA_TOKEN_KEYS_PREVIOUS="k1:$(cat "$work/k1.key")"
