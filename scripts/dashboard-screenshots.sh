@@ -40,19 +40,20 @@ export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | hea
 export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
 "$bin" seed --accounts 2000 --revoked-fraction 0.04 >/dev/null
 
-# 14 earlier nights: finished validation jobs with synthetic verdicts (results only, no items).
+# 14 earlier nights: finished validation jobs with synthetic verdicts (results only, no items). The
+# jobs go in first, in a statement of their own: their insert trigger makes the partitions that the
+# results need (a statement cannot insert into a partition it creates).
 psql -qX >/dev/null <<SQL
-WITH days AS (SELECT d FROM generate_series(14, 1, -1) AS d),
-jobs AS (
-    INSERT INTO siwa.jobs (kind, spec, state, priority, created_at, finished_at, item_count)
-    SELECT 'refresh-validation', jsonb_build_object('team_id', '$SIWA_TEAM_ID', 'client_id', '$SIWA_CLIENT_ID'), 'completed', 7,
-           now() - make_interval(days => d), now() - make_interval(days => d) + interval '20 minutes', 2000
-    FROM days RETURNING id, created_at)
+INSERT INTO siwa.jobs (kind, spec, state, priority, created_at, finished_at, item_count, created_by)
+SELECT 'refresh-validation', jsonb_build_object('team_id', '$SIWA_TEAM_ID', 'client_id', '$SIWA_CLIENT_ID'), 'completed', 7,
+       now() - make_interval(days => d), now() - make_interval(days => d) + interval '20 minutes', 2000, 'screenshots'
+FROM generate_series(14, 1, -1) AS d;
 INSERT INTO siwa.results (item_id, job_id, outcome, http_status, apple_error, attempt, created_at)
 SELECT -(j.id * 10000 + n), j.id, CASE WHEN n % 100 < 2 + (j.id % 4) THEN 'invalid' ELSE 'valid' END,
        CASE WHEN n % 100 < 2 + (j.id % 4) THEN 400 ELSE 200 END,
        CASE WHEN n % 100 < 2 + (j.id % 4) THEN 'invalid_grant' END, 1, j.created_at + make_interval(secs => n / 10.0)
-FROM jobs j CROSS JOIN generate_series(1, 1800 + (j.id % 5) * 40) AS n;
+FROM siwa.jobs j CROSS JOIN generate_series(1, 1800 + (j.id % 5) * 40) AS n
+WHERE j.created_by = 'screenshots';
 SQL
 
 out=$("$bin" enqueue refresh-validation)
