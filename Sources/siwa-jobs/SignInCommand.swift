@@ -55,7 +55,7 @@ enum SignInCommand: Command {
         let (id, result) = try outcome.get()
         guard let result else {
             say("sign-in \(id): no outcome within \(Int(arguments[timeout].seconds)) s; is `siwa-jobs work` running? "
-                + "(it stays queued: SELECT outcome FROM siwa.sign_in_outcomes WHERE id = \(id))")
+                + "(it stays queued: \(SignInSubmitter.outcomeQuery(id: id)))")
             return .of(signInOutcome: nil)
         }
         say("sign-in \(id): \(result.line)")

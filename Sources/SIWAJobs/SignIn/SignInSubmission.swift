@@ -95,6 +95,12 @@ public struct SignInSubmitter: Sendable {
                             isPrivateEmail: try row.decode("is_private_email", as: Bool?.self))
     }
 
+    /// Where an app (or an operator) reads the outcome of sign-in `id` later, when `wait` gave up:
+    /// the query on the inbox's outcome view.
+    public static func outcomeQuery(id: Int64) -> String {
+        "SELECT outcome FROM siwa.sign_in_outcomes WHERE id = \(id)"
+    }
+
     /// Waits for sign-in `id`'s outcome, polling every 50 ms (an app would LISTEN on
     /// `siwa_sign_ins` instead), for at most `timeout`.
     /// - Returns: nil when no outcome arrived in time (no worker running, or the job is paused).
