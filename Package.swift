@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "AppleIDTests", dependencies: ["TestSupport", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(name: "LifecycleTests", dependencies: ["TestSupport", "Lifecycle", "Clocks"], swiftSettings: strict),
         .testTarget(name: "MicroHTTPTests", dependencies: ["TestSupport", "MicroHTTP", "Lifecycle", "Clocks"], swiftSettings: strict),
-        .testTarget(name: "SIWAJobsTests", dependencies: ["TestSupport", "SIWAJobs", "AppleID", "Queue", "Clocks", "Metrics", "Lifecycle"], swiftSettings: strict),
+        .testTarget(name: "SIWAJobsTests", dependencies: ["TestSupport", "SIWACore", "SIWAJobs", "AppleID", "Queue", "Clocks", "Metrics", "Lifecycle"], swiftSettings: strict),
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport", "Sandbox", "MicroHTTP", "AppleID", "SIWACrypto"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests",

@@ -6,8 +6,10 @@
 # Workloads: the queue alone (no-op kind: claim, lease, result + audit rows) and the refresh
 # validation against the sandbox at C=512 (50 ms latency). Prints items/s and CPU seconds of worker
 # and PostgreSQL for every run, then the median ratio new/old per workload.
-# OLD_BIN=path skips building REF and uses that binary.
-# Options via environment: ROUNDS (3), NOOP_ITEMS (200000), ACCOUNTS (60000), LATENCY_MS (50), CONCURRENCY (512).
+# OLD_BIN=path skips building REF and uses that binary; a REF built here is kept as
+# /tmp/siwa-bench-old-<commit> for the next run (OLD_BIN=).
+# Options via environment: ROUNDS (3), WORKLOADS ("noop validation"), NOOP_ITEMS (200000),
+# ACCOUNTS (60000), LATENCY_MS (50), CONCURRENCY (512).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REF=${1:-HEAD~1}
@@ -16,6 +18,7 @@ NOOP_ITEMS=${NOOP_ITEMS:-200000}
 ACCOUNTS=${ACCOUNTS:-60000}
 LATENCY_MS=${LATENCY_MS:-50}
 CONCURRENCY=${CONCURRENCY:-512}
+WORKLOADS=${WORKLOADS:-"noop validation"}
 pgdir=/tmp/siwa-bench-pg
 work=$(mktemp -d /tmp/siwa-compare.XXXXXX)
 sandbox_pid=
@@ -41,6 +44,8 @@ else
   git worktree add -q --detach "$old_src" "$REF"
   (cd "$old_src" && swift build -c release 2>&1 | grep -E "error:" || true)
   old_bin=$(cd "$old_src" && swift build -c release --show-bin-path)/siwa-jobs
+  kept=/tmp/siwa-bench-old-$(git rev-parse --short "$REF")
+  cp "$old_bin" "$kept" && old_bin=$kept
 fi
 [ -x "$old_bin" ] || { echo "no release binary for $REF" >&2; exit 1; }
 echo "old: $REF ($(git rev-parse --short "$REF")), new: $(git rev-parse --short HEAD) (plus uncommitted changes, if any)"
@@ -102,19 +107,22 @@ setup_side old "$old_bin"
 setup_side new "$new_bin"
 echo "== $ROUNDS rounds, interleaved"
 for r in $(seq 1 "$ROUNDS"); do
-  for wl in noop validation; do
+  for wl in $WORKLOADS; do
     if [ $((r % 2)) = 1 ]; then run_once old "$old_bin" $wl; run_once new "$new_bin" $wl
     else run_once new "$new_bin" $wl; run_once old "$old_bin" $wl; fi
   done
 done
-echo "== median items/s, new / old"
-python3 - "$work/results.txt" <<'PY'
+echo "== median items/s, new / old; and each round's new/old (the pair ran back to back)"
+python3 - "$work/results.txt" $WORKLOADS <<'PY'
 import re, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     wl, side = line.split()[:2]
     runs.setdefault((wl, side), []).append(float(re.search(r"items/s=\s*([0-9.]+)", line).group(1)))
-for wl in ("noop", "validation"):
-    old, new = statistics.median(runs[(wl, "old")]), statistics.median(runs[(wl, "new")])
-    print(f"{wl:<11} old={old:8.0f} new={new:8.0f} new/old={new/old:5.2f}")
+for wl in sys.argv[2:]:
+    olds, news = runs[(wl, "old")], runs[(wl, "new")]
+    old, new = statistics.median(olds), statistics.median(news)
+    pairs = [n / o for o, n in zip(olds, news)]
+    print(f"{wl:<11} old={old:8.0f} new={new:8.0f} new/old={new/old:5.2f}   per round: "
+          + " ".join(f"{p:.2f}" for p in pairs) + f"  median of rounds={statistics.median(pairs):.2f}")
 PY

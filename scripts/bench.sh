@@ -6,8 +6,10 @@
 # For each: items/s, the latency bound C/L where it applies, CPU seconds of the worker, the
 # sandbox and PostgreSQL apart, and the worker's peak RSS.
 # Options via environment: NOOP_ITEMS (200000), ACCOUNTS (60000), LATENCY_MS (50), CONCURRENCIES ("64 256 512").
+# The sandbox speaks HTTPS (scripts/sandbox-env.sh); SIWA_PLAIN_HTTP=1 for plain http.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/sandbox-env.sh
 NOOP_ITEMS=${NOOP_ITEMS:-200000}
 ACCOUNTS=${ACCOUNTS:-60000}
 LATENCY_MS=${LATENCY_MS:-50}
@@ -71,11 +73,10 @@ echo "== workload 2: validation against the sandbox (latency ${LATENCY_MS} ms, $
 "$bin" keygen --token-key --out "$work/token.key" >/dev/null
 export SIWA_TEAM_ID=BENCHTEAM1 SIWA_KEY_ID=BENCHKEY01 SIWA_CLIENT_ID=com.example.bench
 export SIWA_KEY_FILE="$work/AuthKey_BENCHKEY01.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
-"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off > "$work/sandbox.out" 2> "$work/sandbox.err" &
+"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off $SANDBOX_TLS_FLAGS > "$work/sandbox.out" 2> "$work/sandbox.err" &
 sandbox_pid=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
-export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
+sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
+echo "sandbox at $SIWA_APPLE_BASE_URL"
 "$bin" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
 for c in $CONCURRENCIES; do
   # Each run validates every account again: make them due.

@@ -9,6 +9,7 @@
 # REVOKED (0.03), PGPORT_CHAOS (54338).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
 ITEMS=${ITEMS:-20000}
 SEEDS=${SEEDS:-"1 2 3"}
 CONCURRENCY=${CONCURRENCY:-256}
@@ -40,24 +41,21 @@ for seed in $SEEDS; do
   psql -d postgres -qc "DROP DATABASE IF EXISTS siwa_chaos WITH (FORCE)" -qc "CREATE DATABASE siwa_chaos" >/dev/null
   "$bin" migrate >/dev/null
   "$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off --seed "$seed" \
-    --fault-5xx 0.05 --fault-429 0.05 --fault-reset 0.01 --fault-stall 0.01 \
+    --fault-5xx 0.05 --fault-429 0.05 --fault-reset 0.01 --fault-stall 0.01 $SANDBOX_TLS_FLAGS \
     > "$work/sandbox-$seed.out" 2> "$work/sandbox-$seed.err" &
   sandbox_pid=$!
-  for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox-$seed.out" 2>/dev/null && break; sleep 0.1; done
-  url=$(grep -o 'http://[0-9.:]*' "$work/sandbox-$seed.out" | head -n1)
-  [ -n "$url" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox-$seed.err" >&2; exit 1; }
-  export SIWA_APPLE_BASE_URL=$url
-  export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
+  sandbox_env "$work/sandbox-$seed.out" || { cat "$work/sandbox-$seed.err" >&2; exit 1; }
+  url=$SIWA_APPLE_BASE_URL
   "$bin" seed --accounts "$ITEMS" --revoked-fraction "$REVOKED" >/dev/null
   job=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
-  curl -fsS -X POST -H "Content-Type: application/json" "$url/__sandbox/reset-stats" >/dev/null
+  sandbox_curl -fsS -X POST -H "Content-Type: application/json" "$url/__sandbox/reset-stats" >/dev/null
   start=$(date +%s.%N)
   set +e
   "$bin" work --drain --concurrency "$CONCURRENCY" > "$work/worker-$seed.out" 2> "$work/worker-$seed.log"
   code=$?
   set -e
   end=$(date +%s.%N)
-  calls=$(curl -fsS "$url/__sandbox/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"].get("/auth/token", 0))')
+  calls=$(sandbox_curl -fsS "$url/__sandbox/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"].get("/auth/token", 0))')
   discarded=$(psql -qtAc "SELECT discarded FROM siwa.job_progress WHERE job_id = $job")
   match=$("$bin" status --job "$job" --sandbox "$url" 2>/dev/null | grep -o 'MISMATCH\|MATCH' | tail -n1 || true)
   python3 - "$seed" "$ITEMS" "$calls" "$discarded" "${match:-MISMATCH}" "$code" "$start" "$end" <<'PY'

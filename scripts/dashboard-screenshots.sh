@@ -7,6 +7,7 @@
 # Output: $OUT (default /tmp/siwa-dashboard-screenshots)/job.png and tokens.png (and jobs.png).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
 OUT=${OUT:-/tmp/siwa-dashboard-screenshots}
 PORT=${PORT:-54350}
 work=$(mktemp -d /tmp/siwa-shots.XXXXXX)
@@ -33,11 +34,9 @@ export SIWA_TEAM_ID=SHOTTEAM01 SIWA_KEY_ID=SHOTKEY001 SIWA_CLIENT_ID=com.example
 export SIWA_KEY_FILE="$work/AuthKey_SHOTKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
 export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 
-"$bin" sandbox --port 0 --latency-ms 20 > "$work/sandbox.out" 2> "$work/sandbox.err" &
+"$bin" sandbox --port 0 --latency-ms 20 $SANDBOX_TLS_FLAGS > "$work/sandbox.out" 2> "$work/sandbox.err" &
 pids+=($!)
-for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
-export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
+sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
 "$bin" seed --accounts 2000 --revoked-fraction 0.04 >/dev/null
 
 # 14 earlier nights: finished validation jobs with synthetic verdicts (results only, no items). The

@@ -4,8 +4,10 @@
 #   seed 100,000 accounts (3% with revoked tokens) -> enqueue the nightly validation ->
 #   drain it with a live progress line -> summary from siwa.job_progress vs the sandbox's truth.
 # Options via environment: ACCOUNTS (100000), REVOKED (0.03), CONCURRENCY (256), LATENCY_MS (50).
+# The sandbox speaks HTTPS with a throwaway CA (SIWA_CA_FILE); SIWA_PLAIN_HTTP=1 for plain http.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/sandbox-env.sh
 ACCOUNTS=${ACCOUNTS:-100000}
 REVOKED=${REVOKED:-0.03}
 CONCURRENCY=${CONCURRENCY:-256}
@@ -39,14 +41,12 @@ export SIWA_KEY_FILE="$work/AuthKey_DEMOKEY001.p8" SIWA_TOKEN_KEY_FILE="$work/to
 export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
 
 echo "== 4. sandbox (latency ${LATENCY_MS} ms)"
-"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --latency-jitter-ms 5 > "$work/sandbox.out" 2> "$work/sandbox.err" &
+"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --latency-jitter-ms 5 $SANDBOX_TLS_FLAGS \
+  > "$work/sandbox.out" 2> "$work/sandbox.err" &
 sandbox_pid=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-url=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
-[ -n "$url" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox.err" >&2; exit 1; }
-export SIWA_APPLE_BASE_URL=$url
-export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
-echo "sandbox at $url"
+sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
+url=$SIWA_APPLE_BASE_URL
+echo "sandbox at $url${SIWA_CA_FILE:+ (CA file: $SIWA_CA_FILE)}"
 "$bin" doctor
 
 echo "== 5. seed $ACCOUNTS accounts ($REVOKED revoked)"
@@ -70,6 +70,9 @@ echo "== 8. summary"
 psql -X -P pager=off -c "SELECT job_id, kind, job_state, items, terminal, succeeded, failed, discarded, valid, invalid, retried FROM siwa.job_progress WHERE job_id = $job"
 match=0
 "$bin" status --job "$job" --sandbox "$url" || match=$?
-python3 -c "import sys; print('wall time of the drain: %.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$end"
+items=$(psql -qtAc "SELECT items FROM siwa.job_progress WHERE job_id = $job")
+python3 -c "import sys; s, e, n, c, l = map(float, sys.argv[1:]); w = e - s; bound = c / (l / 1000.0)
+print('wall time of the drain: %.1f s; %.0f items/s, %.0f%% of C/L (bound %.0f items/s at C=%d, %g ms)' % (w, n / w, 100 * n / w / bound, bound, c, l))" \
+  "$start" "$end" "$items" "$CONCURRENCY" "$LATENCY_MS"
 echo "logs: $work/worker.log"
 exit $(( code != 0 ? code : match ))

@@ -12,6 +12,7 @@
 # PG_PORT (54334).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
 ROWS=${ROWS:-1000000}
 REKEY=${REKEY:-100000}
 LATENCY_MS=${LATENCY_MS:-20}
@@ -80,11 +81,9 @@ echo "== 2. rekey: $REKEY accounts under k1, a validation draining beside 'token
 fresh siwa_rekey_bench
 "$bin" keygen --out "$work/AuthKey_IMPKEY0001.p8" >/dev/null
 export SIWA_KEY_ID=IMPKEY0001 SIWA_KEY_FILE="$work/AuthKey_IMPKEY0001.p8"
-"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off > "$work/sandbox.out" 2> "$work/sandbox.err" &
+"$bin" sandbox --port 0 --latency-ms "$LATENCY_MS" --refresh-id-token off $SANDBOX_TLS_FLAGS > "$work/sandbox.out" 2> "$work/sandbox.err" &
 pids+=($!)
-for _ in $(seq 1 200); do grep -q "listening on" "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-export SIWA_APPLE_BASE_URL=$(grep -o 'http://[0-9.:]*' "$work/sandbox.out" | head -n1)
-export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
+sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
 "$bin" seed --accounts "$REKEY" --revoked-fraction 0 >/dev/null
 job=$("$bin" enqueue refresh-validation --safety-stop off | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
 export SIWA_TOKEN_KEY_FILE="$work/k2.key" SIWA_TOKEN_KEY_ID=k2 SIWA_TOKEN_KEYS_PREVIOUS="k1:$(cat "$work/k1.key")"

@@ -6,6 +6,7 @@
 # scratch directory). After mw_run: MW_JOB, MW_WALL, MW_T0, MW_T1 (epoch seconds of the first
 # worker's start and the last one's exit), and MW_FIGURES (one line of key=value figures).
 
+. scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
 mw_sandbox_pid=
 mw_cleanup() { [ -n "$mw_sandbox_pid" ] && kill "$mw_sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; }
 
@@ -31,13 +32,11 @@ mw_setup() {
 # Starts the sandbox with flags "$@" (id_tokens off: their RSA signing would dominate its CPU).
 mw_sandbox() {
   [ -n "$mw_sandbox_pid" ] && { kill "$mw_sandbox_pid" 2>/dev/null; wait "$mw_sandbox_pid" 2>/dev/null || true; }
-  "$bin" sandbox --port 0 --refresh-id-token off --threads 2 "$@" > "$MW_WORK/sandbox.out" 2> "$MW_WORK/sandbox.err" &
+  "$bin" sandbox --port 0 --refresh-id-token off --threads 2 $SANDBOX_TLS_FLAGS "$@" \
+    > "$MW_WORK/sandbox.out" 2> "$MW_WORK/sandbox.err" &
   mw_sandbox_pid=$!
-  for _ in $(seq 1 100); do grep -q "listening on" "$MW_WORK/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-  url=$(grep -o 'http://[0-9.:]*' "$MW_WORK/sandbox.out" | head -n1)
-  [ -n "$url" ] || { echo "sandbox did not start" >&2; cat "$MW_WORK/sandbox.err" >&2; exit 1; }
-  export SIWA_APPLE_BASE_URL=$url
-  export SIWA_SANDBOX_MODE=1   # the local sandbox: its keys verify what it signs
+  sandbox_env "$MW_WORK/sandbox.out" || { cat "$MW_WORK/sandbox.err" >&2; exit 1; }
+  url=$SIWA_APPLE_BASE_URL
 }
 
 # Seeds $1 accounts of SIWA_CLIENT_ID (3% of them revoked in the sandbox's truth).
@@ -50,7 +49,7 @@ mw_run() {
   psql -qtAc "UPDATE siwa.accounts SET token_checked_at = NULL, token_status = 'unknown'" >/dev/null
   psql -qtAc "VACUUM ANALYZE siwa.job_items" >/dev/null
   MW_JOB=$("$bin" enqueue refresh-validation | grep -o 'job [0-9]*' | head -n1 | cut -d' ' -f2)
-  curl -fsS -X POST -H "Content-Type: application/json" "$SIWA_APPLE_BASE_URL/__sandbox/reset-stats" >/dev/null
+  sandbox_curl -fsS -X POST -H "Content-Type: application/json" "$SIWA_APPLE_BASE_URL/__sandbox/reset-stats" >/dev/null
   local pg0 sb0 pids=() i
   pg0=$(python3 scripts/cpu-seconds.py --postgres "$MW_PGDIR/data")
   sb0=$(python3 scripts/cpu-seconds.py --pid "$mw_sandbox_pid")

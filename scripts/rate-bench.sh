@@ -34,7 +34,7 @@ mw_seed "$ITEMS"
 echo "== rate budget: $ITEMS validations, $WORKERS workers x C=$CONCURRENCY, ceiling $CEILING/s, sandbox limit $LIMIT/s" \
      "(Retry-After $RETRY_AFTER), latency ${LATENCY_MS} ms, $(nproc) cores shared"
 SIWA_APPLE_RATE_LIMIT=$CEILING mw_run "$WORKERS" "$CONCURRENCY"
-curl -fsS "$SIWA_APPLE_BASE_URL/__sandbox/rate" > "$MW_WORK/rate.json"
+sandbox_curl -fsS "$SIWA_APPLE_BASE_URL/__sandbox/rate" > "$MW_WORK/rate.json"
 python3 scripts/rate-chart.py "$MW_WORK/rate.json" "$SIWA_TEAM_ID" "$MW_T0" "$MW_T1" --chart --target "$LIMIT" --tolerance 0.1
 echo "wall_s=$MW_WALL items_per_s=$(python3 -c "print(f'{$MW_ITEMS / $MW_WALL:.1f}')") $MW_FIGURES"
 psql -qtAc "SELECT 'budget: ' || endpoint || ' rate_rps=' || rate_rps || ' learned_limit_rps=' || coalesce(learned_limit_rps::text, '-')

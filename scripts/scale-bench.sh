@@ -45,7 +45,7 @@ echo "== 1. no ceiling: $ITEMS validations, C=$CONCURRENCY per process, latency 
 base= steady_base=
 for n in $PROCESSES; do
   mw_run "$n" "$CONCURRENCY"
-  curl -fsS "$SIWA_APPLE_BASE_URL/__sandbox/rate" > "$MW_WORK/free-$n.json"
+  sandbox_curl -fsS "$SIWA_APPLE_BASE_URL/__sandbox/rate" > "$MW_WORK/free-$n.json"
   rate=$(python3 -c "print(f'{$MW_ITEMS / $MW_WALL:.1f}')")
   steady=$(python3 scripts/rate-chart.py "$MW_WORK/free-$n.json" "$SIWA_TEAM_ID" "$MW_T0" "$MW_T1" --skip 2 --tail 2 |
            grep -o 'mean=[0-9.]*' | cut -d= -f2)
@@ -61,7 +61,7 @@ export SIWA_CLIENT_ID=com.example.scale-ceiling
 mw_seed "$CEILING_ITEMS" --prefix ceiling
 for n in $PROCESSES; do
   SIWA_APPLE_RATE_LIMIT=$CEILING mw_run "$n" "$CONCURRENCY"
-  curl -fsS "$SIWA_APPLE_BASE_URL/__sandbox/rate" > "$MW_WORK/rate-$n.json"
+  sandbox_curl -fsS "$SIWA_APPLE_BASE_URL/__sandbox/rate" > "$MW_WORK/rate-$n.json"
   echo "processes=$n items_per_s=$(python3 -c "print(f'{$MW_ITEMS / $MW_WALL:.1f}')") wall_s=$MW_WALL $MW_FIGURES $(cpu_share)"
   echo "  $(python3 scripts/rate-chart.py "$MW_WORK/rate-$n.json" "$SIWA_TEAM_ID" "$MW_T0" "$MW_T1" --skip 2 --tail 2)"
 done

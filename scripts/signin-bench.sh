@@ -38,13 +38,14 @@ mw_seed "$ACCOUNTS"
 
 echo "== authorizing $SIGNINS users through the sandbox (the device's side)"
 python3 - "$sandbox" "$SIGNINS" "$SIWA_TEAM_ID" "$SIWA_CLIENT_ID" > "$work/signins.sql" <<'PY'
-import concurrent.futures, json, sys, urllib.request, uuid
+import concurrent.futures, json, os, ssl, sys, urllib.request, uuid
 url, n, team, client = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tls = ssl.create_default_context(cafile=os.environ.get("SIWA_CA_FILE")) if url.startswith("https:") else None
 def one(i):
     nonce = f"bench-{i}-{uuid.uuid4()}"
     body = json.dumps({"team_id": team, "client_id": client, "nonce": nonce}).encode()
     req = urllib.request.Request(url + "/__sandbox/authorize", data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req) as r:
+    with urllib.request.urlopen(req, context=tls) as r:
         a = json.load(r)
     return a["identity_token"], a["code"], nonce
 with concurrent.futures.ThreadPoolExecutor(8) as pool:

@@ -79,8 +79,15 @@ public struct AppleIDError: Error, CustomStringConvertible, Sendable, Equatable 
                             detail: detail + "; again on attempt \(attempt), so not retried further", transportKind: transportKind)
     }
 
+    /// True when the server's TLS certificate was refused or the CA file is unusable
+    /// (`TransportError.Kind.certificate`): a configuration error (`errorClass` is
+    /// `.configuration`), and nothing reached the server, so no item should be charged for it.
+    public var isCertificateFailure: Bool { transportKind == .certificate }
+
+    /// A transport failure: transient, except a refused certificate, which is configuration.
     static func transport(_ error: TransportError) -> AppleIDError {
-        AppleIDError(errorClass: .transient, detail: error.description, transportKind: error.kind)
+        AppleIDError(errorClass: error.kind == .certificate ? .configuration : .transient, detail: error.description,
+                     transportKind: error.kind)
     }
 
     static func configuration(_ detail: String) -> AppleIDError {

@@ -24,14 +24,17 @@ extension CurlEngine {
             ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS),
             ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
             ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, policy.curlHTTPVersion),
+            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, policy.pipeWait),
             ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
             ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList),
             ccurl_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION, curlWriteBody),
             ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata),
             ccurl_easy_setopt_writefn(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader),
             ccurl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer(for: easy)),
         ]
-        if let caBundlePath { steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CAINFO, caBundlePath)) }
+        steps.append(trust.apply(to: easy))
         switch request.method.uppercased() {
         case "GET":
             steps.append(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
@@ -49,7 +52,10 @@ extension CurlEngine {
 
     /// `"https"` for an https URL, `"http"` for plain http to a loopback address, else nil.
     static func allowedProtocol(for url: String) -> String? {
-        if url.utf8.count > 8, url.prefix(8).lowercased() == "https://" { return "https" }
+        // Byte by byte (this runs for every request): letters of the scheme in either case, "://" as is.
+        if url.utf8.count > 8, zip(url.utf8, "https://".utf8).enumerated().allSatisfy({ i, pair in
+            i < 5 ? (pair.0 | 0x20) == pair.1 : pair.0 == pair.1
+        }) { return "https" }
         guard let (scheme, host) = Loopback.schemeAndHost(of: url), scheme == "http", Loopback.isLoopback(host: host) else {
             return nil
         }
@@ -71,10 +77,16 @@ extension CurlEngine {
                 var sent = 0
                 if ccurl_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK, sent == 0 { kind = .connectionFailed }
             }
+            if kind == .certificate, let easy = transfer.easy {
+                throw TransportError(kind: .certificate, message: certificateProblem(code, easy: easy, url: transfer.request.url))
+            }
             throw TransportError(kind: kind, message: Self.describe(code))
         }
-        var status = 0
+        var status = 0, version = 0, connects = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        counters.record(curlVersion: version, newConnections: connects)
         return HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)
     }
 
@@ -86,6 +98,9 @@ extension CurlEngine {
             return .connectionFailed
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
             return .connectionReset
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_CRL_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS:
+            return .certificate
         default:
             return .other
         }

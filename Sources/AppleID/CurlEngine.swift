@@ -4,8 +4,13 @@ import Foundation
 import Synchronization
 
 /// Owns one CURLM handle and the single thread that drives it. Callers talk to the thread only
-/// through `inbox` (a Mutex) plus `curl_multi_wakeup`; everything else below is touched by the
-/// loop thread alone, which is why the class is `@unchecked Sendable`.
+/// through `inbox` (a Mutex) plus the event loop's wake-up (an eventfd); everything else below is
+/// touched by the loop thread alone, which is why the class is `@unchecked Sendable`.
+///
+/// The loop is libcurl's socket interface (`curl_multi_socket_action`) on epoll (`ccurl_events_*`
+/// in the CCurl shim): each step handles only the connections that are ready. `curl_multi_poll`
+/// with `curl_multi_perform` scanned every open connection in the kernel and in libcurl on every
+/// wake-up, which at C=512 was the largest cost of the worker's CPU (issue #12).
 final class CurlEngine: @unchecked Sendable {
     private struct Inbox {
         var submissions: [CurlTransfer] = []
@@ -17,10 +22,17 @@ final class CurlEngine: @unchecked Sendable {
     private static let globalInit: Bool = curl_global_init(ccurl_global_all()) == CURLE_OK
 
     private let multi: UnsafeMutableRawPointer
+    /// epoll, the wake-up eventfd and the next timeout, shared with libcurl's callbacks.
+    private let events: UnsafeMutablePointer<ccurl_events>
     private let inbox = Mutex(Inbox())
     private let idCounter = Atomic<Int>(0)
     private let exited = DispatchSemaphore(value: 0)
-    let caBundlePath: String?
+    /// The CAs trusted, with verification always on (`TLSTrust`).
+    let trust: TLSTrust
+    /// The HTTP version and connection caps (`ConnectionPolicy`).
+    let policy: ConnectionPolicy
+    /// Responses by HTTP version and connections opened (`TransportStatistics`).
+    let counters = TransportCounters()
     /// `CURLOPT_NOPROXY`: loopback addresses never go through a proxy (`http_proxy`,
     /// `https_proxy`), then whatever `no_proxy` / `NO_PROXY` lists (the option replaces them).
     let noProxy: String
@@ -29,15 +41,25 @@ final class CurlEngine: @unchecked Sendable {
     private var active: [Int: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// Each easy handle's `CURLOPT_ERRORBUFFER` (`CURL_ERROR_SIZE` bytes): libcurl's detailed text
+    /// of a failure, e.g. which host name a certificate did not match.
+    private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
 
-    init?(maxConnectionsPerHost: Int, caBundlePath: String?) {
+    init?(policy: ConnectionPolicy, trust: TLSTrust) {
         guard Self.globalInit, let multi = curl_multi_init() else { return nil }
+        let events = UnsafeMutablePointer<ccurl_events>.allocate(capacity: 1)
+        guard ccurl_events_open(events, multi) == 0 else {
+            events.deallocate()
+            curl_multi_cleanup(multi)
+            return nil
+        }
         self.multi = multi
-        self.caBundlePath = caBundlePath
+        self.events = events
+        self.policy = policy
+        self.trust = trust
         let listed = [getenv("no_proxy"), getenv("NO_PROXY")].compactMap { $0.map { String(cString: $0) } }.filter { !$0.isEmpty }
         self.noProxy = (["127.0.0.0/8", "::1"] + listed.prefix(1)).joined(separator: ",")
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maxConnectionsPerHost))
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        for (option, value) in policy.multiOptions { _ = ccurl_multi_setopt_long(multi, option, value) }
     }
 
     func nextID() -> Int { idCounter.wrappingAdd(1, ordering: .relaxed).newValue }
@@ -53,7 +75,7 @@ final class CurlEngine: @unchecked Sendable {
         inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.submissions.append(transfer)
-            curl_multi_wakeup(multi)
+            ccurl_events_wake(events)
             return true
         }
     }
@@ -63,7 +85,7 @@ final class CurlEngine: @unchecked Sendable {
         inbox.withLock { inbox in
             guard !inbox.stopped else { return }
             inbox.cancellations.append(id)
-            curl_multi_wakeup(multi)
+            ccurl_events_wake(events)
         }
     }
 
@@ -73,7 +95,7 @@ final class CurlEngine: @unchecked Sendable {
         let first = inbox.withLock { inbox -> Bool in
             guard !inbox.stopping else { return false }
             inbox.stopping = true
-            curl_multi_wakeup(multi)
+            ccurl_events_wake(events)
             return true
         }
         if first && wait { exited.wait() }
@@ -87,7 +109,6 @@ final class CurlEngine: @unchecked Sendable {
         sigemptyset(&pipeOnly)
         sigaddset(&pipeOnly, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
-        var running: Int32 = 0
         while true {
             let (submissions, cancellations, stopping) = inbox.withLock { inbox in
                 defer { inbox.submissions.removeAll(keepingCapacity: true); inbox.cancellations.removeAll(keepingCapacity: true) }
@@ -100,7 +121,7 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
             if stopping { break }
-            _ = curl_multi_perform(multi, &running)
+            _ = ccurl_events_step(events, multi, 1000)
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
                 guard ccurl_msg_is_done(message) != 0, let easy = message.pointee.easy_handle,
@@ -108,7 +129,6 @@ final class CurlEngine: @unchecked Sendable {
                 let code = ccurl_msg_result(message)
                 finish(transfer, Result { () throws(TransportError) in try response(for: transfer, code: code) })
             }
-            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
         }
         let shutdown = TransportError(kind: .other, message: "transport shut down")
         for transfer in Array(active.values) { finish(transfer, .failure(shutdown)) }
@@ -118,9 +138,11 @@ final class CurlEngine: @unchecked Sendable {
             return inbox.submissions
         }
         for transfer in leftovers { transfer.complete(.failure(shutdown)) }
-        for easy in idleHandles { curl_easy_cleanup(easy) }
+        for easy in idleHandles { cleanup(easy) }
         idleHandles.removeAll()
         curl_multi_cleanup(multi)
+        ccurl_events_close(events)
+        events.deallocate()
         exited.signal()
     }
 
@@ -162,7 +184,29 @@ final class CurlEngine: @unchecked Sendable {
             curl_easy_reset(easy)
             idleHandles.append(easy)
         } else {
-            curl_easy_cleanup(easy)
+            cleanup(easy)
         }
+    }
+
+    /// `easy`'s error buffer, emptied, for `CURLOPT_ERRORBUFFER` (allocated on first use).
+    func errorBuffer(for easy: UnsafeMutableRawPointer) -> UnsafeMutablePointer<CChar> {
+        let buffer = errorBuffers[easy] ?? {
+            let fresh = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+            errorBuffers[easy] = fresh
+            return fresh
+        }()
+        buffer[0] = 0
+        return buffer
+    }
+
+    /// The text libcurl left in `easy`'s error buffer for its last failure, or nil.
+    func errorText(of easy: UnsafeMutableRawPointer) -> String? {
+        guard let buffer = errorBuffers[easy], buffer[0] != 0 else { return nil }
+        return String(cString: buffer)
+    }
+
+    private func cleanup(_ easy: UnsafeMutableRawPointer) {
+        curl_easy_cleanup(easy)
+        errorBuffers.removeValue(forKey: easy)?.deallocate()
     }
 }

@@ -59,6 +59,11 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         case connectionFailed
         /// The connection broke mid-exchange or the server closed it without a response.
         case connectionReset
+        /// The server's TLS certificate was refused (it does not chain to a trusted CA, it names
+        /// another host, it has expired or is not yet valid) or the trusted CA file cannot be used.
+        /// No request byte was sent. A configuration error, not an outage: retrying cannot help
+        /// until the trust settings (or the server's certificate) are fixed.
+        case certificate
         /// The calling task was cancelled; the transfer was aborted.
         case cancelled
         /// Anything else (bad URL, response too large, transport shut down).

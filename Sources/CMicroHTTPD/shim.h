@@ -14,7 +14,9 @@
    timeout_seconds: a connection idle that long is closed (0 = never); per_ip_limit: connections
    at once from one address (0 = no limit); reaper: a whole-request deadline (deadline.h), or NULL
    for none (the application's `completed` is then called by the reaper's, after it restarts the
-   connection's phase). */
+   connection's phase). tls_key_pem / tls_cert_pem: serve HTTPS (MHD_USE_TLS, GnuTLS) with this
+   PEM private key and certificate chain, or both NULL for plain HTTP; the caller keeps both
+   strings alive until the daemon is stopped. */
 static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, uint32_t ipv4_be,
                                             MHD_AccessHandlerCallback handler, void *cls,
                                             MHD_RequestCompletedCallback completed, void *ccls,
@@ -23,7 +25,9 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                                             unsigned int timeout_seconds,
                                             unsigned int listen_backlog,
                                             unsigned int per_ip_limit,
-                                            struct cmhd_reaper *reaper) {
+                                            struct cmhd_reaper *reaper,
+                                            const char *tls_key_pem,
+                                            const char *tls_cert_pem) {
     struct sockaddr_in addr;
     __builtin_memset(&addr, 0, sizeof(addr));
     addr.sin_family = AF_INET;
@@ -36,6 +40,15 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
         completed = cmhd_reaper_completed;
         ccls = reaper;
     }
+    /* Single-pointer options in an MHD_OPTION_ARRAY take the pointer in ptr_value. */
+    struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
+    if (tls_key_pem != NULL && tls_cert_pem != NULL) {
+        flags |= MHD_USE_TLS;
+        tls[0].option = MHD_OPTION_HTTPS_MEM_KEY;
+        tls[0].ptr_value = (void *)tls_key_pem;
+        tls[1].option = MHD_OPTION_HTTPS_MEM_CERT;
+        tls[1].ptr_value = (void *)tls_cert_pem;
+    }
     if (thread_pool_size > 1) {
         return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
                                 MHD_OPTION_NOTIFY_COMPLETED, completed, ccls,
@@ -46,6 +59,7 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                                 MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)reaper,
+                                MHD_OPTION_ARRAY, tls,
                                 MHD_OPTION_END);
     }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
@@ -56,6 +70,7 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                             MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)reaper,
+                            MHD_OPTION_ARRAY, tls,
                             MHD_OPTION_END);
 }
 
@@ -75,6 +90,9 @@ static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon) {
 static inline struct MHD_Response *cmhd_response_copy(const void *data, size_t size) {
     return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
 }
+
+/* True when this libmicrohttpd was built with TLS support (Debian: GnuTLS). */
+static inline int cmhd_supports_tls(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
 
 static inline unsigned int cmhd_flag_internal_epoll(void) { return MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL; }
 static inline unsigned int cmhd_flag_suspend_resume(void) { return MHD_ALLOW_SUSPEND_RESUME; }

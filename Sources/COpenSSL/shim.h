@@ -12,6 +12,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <openssl/crypto.h>
@@ -63,4 +64,6 @@ static inline EVP_PKEY *copenssl_read_private_key_pem(BIO *bio) {
 static inline EVP_PKEY *copenssl_read_public_key_pem(BIO *bio) {
     return PEM_read_bio_PUBKEY(bio, NULL, copenssl_no_password, NULL);
 }
+/* X509_NAME_add_entry_by_txt's string type (a composite macro). */
+static inline int copenssl_mbstring_asc(void) { return MBSTRING_ASC; }
 #endif

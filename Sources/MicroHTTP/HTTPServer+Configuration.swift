@@ -1,3 +1,4 @@
+import CMicroHTTPD
 import Clocks
 
 extension HTTPServer {
@@ -40,6 +41,9 @@ extension HTTPServer {
         public var gracePeriod: Duration
         /// The clock that times the grace period. Default `SystemClock()`.
         public var clock: any WallClock
+        /// Serve HTTPS with this certificate and key (libmicrohttpd's TLS, GnuTLS on Debian)
+        /// instead of plain HTTP. nil (the default): plain HTTP.
+        public var tls: TLSCredentials? = nil
 
         /// - Parameter bodyLimit: bytes, for every path (see `bodyLimit`).
         public init(host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = 2, connectionLimit: Int = 1024,
@@ -57,4 +61,27 @@ extension HTTPServer {
             self.clock = clock
         }
     }
+}
+
+extension HTTPServer {
+    /// What an HTTPS server presents: its certificate chain and private key, both PEM
+    /// (`MHD_OPTION_HTTPS_MEM_CERT`, `MHD_OPTION_HTTPS_MEM_KEY`). The key is a secret:
+    /// `description` shows neither.
+    public struct TLSCredentials: Sendable, Equatable, CustomStringConvertible {
+        /// The server certificate first, then any intermediates (`-----BEGIN CERTIFICATE-----`).
+        public var certificatePEM: String
+        /// The certificate's private key, unencrypted PKCS#8 (`PRIVATE KEY`) or SEC1/PKCS#1.
+        public var privateKeyPEM: String
+
+        public init(certificatePEM: String, privateKeyPEM: String) {
+            self.certificatePEM = certificatePEM
+            self.privateKeyPEM = privateKeyPEM
+        }
+
+        public var description: String { "TLSCredentials(certificate: \(certificatePEM.utf8.count) bytes PEM, key: redacted)" }
+    }
+
+    /// True when this libmicrohttpd can serve HTTPS (`MHD_is_feature_supported(MHD_FEATURE_TLS)`;
+    /// Debian builds it with GnuTLS).
+    public static var supportsTLS: Bool { cmhd_supports_tls() != 0 }
 }

@@ -11,16 +11,27 @@ import Synchronization
 /// handed to the `HTTPHandler`, whose result answers, delays (the connection is suspended with
 /// `MHD_suspend_connection`, so no daemon thread waits) or drops the connection. Idle connections and stalled requests are closed after
 /// the idle timeout, trickling ones at the request deadline, and connections are capped in all
-/// and per client address (see `Configuration`). Plain HTTP only: terminate TLS in front of it.
+/// and per client address (see `Configuration`). Plain HTTP, or HTTPS with `Configuration.tls`
+/// (libmicrohttpd's TLS over GnuTLS; HTTP/1.1 either way).
 ///
 /// A `Service`: `run()` serves (starting the server unless `start()` already did) until
 /// `shutdownGracefully()` or cancellation. A server runs once: after a stop it does not start again.
 public final class HTTPServer: Service {
     private struct DaemonHandle: @unchecked Sendable { let pointer: OpaquePointer }
     private struct ReaperHandle: @unchecked Sendable { let pointer: UnsafeMutablePointer<cmhd_reaper> }
+    /// C copies of the TLS key and certificate, which libmicrohttpd may read until it stops.
+    private struct TLSStrings: @unchecked Sendable {
+        let key: UnsafeMutablePointer<CChar>
+        let certificate: UnsafeMutablePointer<CChar>
+        func release() {
+            free(key)
+            free(certificate)
+        }
+    }
     private struct Running: Sendable {
         var daemon: DaemonHandle
         var reaper: ReaperHandle?
+        var tls: TLSStrings?
         var core: HTTPServerCore
         var port: UInt16
     }
@@ -60,7 +71,8 @@ public final class HTTPServer: Service {
     /// Starts listening.
     /// - Returns: the bound TCP port (the kernel's pick when the configuration asked for 0).
     /// - Throws: `HTTPServerError` when already running or stopped, when `host` is not an IPv4
-    ///   address, or when the address cannot be bound.
+    ///   address, when TLS is configured but libmicrohttpd has no TLS support (`tlsUnavailable`),
+    ///   or when the address cannot be bound (or the TLS certificate and key are refused).
     @discardableResult
     public func start() throws(HTTPServerError) -> UInt16 {
         let c = configuration
@@ -69,6 +81,9 @@ public final class HTTPServer: Service {
         var address = in_addr()
         guard inet_pton(AF_INET, c.host, &address) == 1 else {
             throw HTTPServerError(.invalidHost, "host: '\(c.host)' is not an IPv4 address")
+        }
+        if c.tls != nil && !Self.supportsTLS {
+            throw HTTPServerError(.tlsUnavailable, "HTTPS needs libmicrohttpd built with TLS support (GnuTLS); this one has none")
         }
         let core = HTTPServerCore(handler: handler, bodyLimit: c.bodyLimit)
         let flags = cmhd_flag_internal_epoll() | cmhd_flag_suspend_resume()
@@ -80,17 +95,26 @@ public final class HTTPServer: Service {
             reaper = cmhd_reaper_start(deadlineMS, MHDBridge.completedHandler, pointer)
             guard reaper != nil else { throw HTTPServerError(.cannotListen, "could not start the request-deadline thread") }
         }
+        let tls = c.tls.flatMap { credentials -> TLSStrings? in
+            guard let key = strdup(credentials.privateKeyPEM), let certificate = strdup(credentials.certificatePEM) else { return nil }
+            return TLSStrings(key: key, certificate: certificate)
+        }
         let daemon = cmhd_start(flags, c.port, address.s_addr, MHDBridge.accessHandler, pointer,
                                 MHDBridge.completedHandler, pointer, UInt32(clamping: max(1, c.connectionLimit)),
                                 UInt32(clamping: max(1, c.threads)), UInt32(clamping: max(0, c.idleTimeout.components.seconds)),
-                                UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)), reaper)
-        guard let daemon else {
+                                UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)), reaper,
+                                tls?.key, tls?.certificate)
+        guard let daemon, c.tls == nil || tls != nil else {
+            if let daemon { MHD_stop_daemon(daemon) }
             if let reaper { cmhd_reaper_stop(reaper) }
-            throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)")
+            tls?.release()
+            let refused = c.tls == nil ? "" : " (or the TLS certificate and key were refused)"
+            throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)\(refused)")
         }
         let port = cmhd_bound_port(daemon)
         running.withLock {
-            $0 = Running(daemon: DaemonHandle(pointer: daemon), reaper: reaper.map(ReaperHandle.init), core: core, port: port)
+            $0 = Running(daemon: DaemonHandle(pointer: daemon), reaper: reaper.map(ReaperHandle.init), tls: tls, core: core,
+                         port: port)
         }
         return port
     }
@@ -144,6 +168,7 @@ public final class HTTPServer: Service {
         r.core.resumeAll()
         MHD_stop_daemon(r.daemon.pointer)
         if let reaper = r.reaper { cmhd_reaper_stop(reaper.pointer) }   // after the daemon closed every connection
+        r.tls?.release()
         // The core was passed to libmicrohttpd unretained; keep it alive until the daemon is gone.
         withExtendedLifetime(r.core) {}
     }
@@ -152,7 +177,7 @@ public final class HTTPServer: Service {
 /// Why an `HTTPServer` could not start. `description` names the address, nothing secret.
 public struct HTTPServerError: Error, CustomStringConvertible, Sendable, Equatable {
     public enum Code: Sendable, Equatable {
-        case alreadyRunning, stopped, invalidHost, cannotListen
+        case alreadyRunning, stopped, invalidHost, cannotListen, tlsUnavailable
     }
 
     public let code: Code

@@ -15,30 +15,34 @@ struct ConnectionHandle: @unchecked Sendable {
 final class HTTPServerCore: Sendable {
     let handler: HTTPHandler
     let bodyLimit: @Sendable (String) -> Int
-    private let timers = DispatchQueue(label: "microhttp.resume", qos: .userInitiated)
+    /// The deadlines of delayed answers, on one thread (`ResumeSchedule`).
+    private let schedule = ResumeSchedule()
 
     private struct State {
         var nextTicket: UInt64 = 0
         var suspended: [UInt64: ConnectionHandle] = [:]
-        var inFlight = 0
         var stopping = false
         /// Opened when `inFlight` drops to zero.
         var idle: Latch?
     }
     private let state = Mutex(State())
+    /// Requests in flight: an atomic, so the two per-request counts take no lock (the state lock
+    /// is taken only to open `idle` when the count reaches zero).
+    private let inFlightCount = Atomic<Int>(0)
 
     init(handler: HTTPHandler, bodyLimit: @escaping @Sendable (String) -> Int) {
         self.handler = handler
         self.bodyLimit = bodyLimit
+        schedule.onDue { [weak self] tickets in self?.resume(tickets) }
     }
 
     /// Requests handed to the handler whose response libmicrohttpd has not finished sending.
-    var inFlight: Int { state.withLock { $0.inFlight } }
+    var inFlight: Int { inFlightCount.load(ordering: .acquiring) }
 
     /// Handles one complete request on the daemon thread: runs an inline handler and acts on its
     /// result, or suspends the connection for an async one.
     func respond(to request: HTTPServerRequest, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
-        state.withLock { $0.inFlight += 1 }   // until `completed()`
+        inFlightCount.add(1, ordering: .acquiringAndReleasing)   // until `completed()`
         switch handler.kind {
         case .inline(let body):
             return act(on: body(request), context: context, connection: connection)
@@ -65,9 +69,10 @@ final class HTTPServerCore: Sendable {
 
     /// libmicrohttpd finished (or abandoned) a request that reached the handler.
     func completed() {
+        guard inFlightCount.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        // `untilIdle` registers its latch under the lock after reading a count above zero, so a
+        // latch registered before this decrement is found here.
         let idle: Latch? = state.withLock { s in
-            s.inFlight -= 1
-            guard s.inFlight == 0 else { return nil }
             defer { s.idle = nil }
             return s.idle
         }
@@ -118,18 +123,20 @@ final class HTTPServerCore: Sendable {
         }
     }
 
-    /// Resumes `ticket` after `delay` on a timer with zero leeway: `asyncAfter` lets libdispatch fire
-    /// up to 10 % late (5 ms on a 50 ms latency), which would make a delay longer than asked.
+    /// Resumes `ticket` after `delay`, on the shared timer thread with no leeway (`ResumeSchedule`):
+    /// `asyncAfter` lets libdispatch fire up to 10 % late (5 ms on a 50 ms latency), which would
+    /// make a delay longer than asked.
     private func resume(_ ticket: UInt64, after delay: Duration) {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = Int(clamping: min(seconds, 1_000_000_000)) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        let timer = DispatchSource.makeTimerSource(queue: timers)
-        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), leeway: .nanoseconds(0))
-        timer.setEventHandler { [self, timer] in
-            resume(ticket)
-            timer.cancel()
+        schedule.schedule(ticket, after: delay)
+    }
+
+    /// Resumes every connection of `tickets` still suspended, under one lock.
+    private func resume(_ tickets: [UInt64]) {
+        state.withLock { s in
+            for ticket in tickets {
+                if let handle = s.suspended.removeValue(forKey: ticket) { MHD_resume_connection(handle.pointer) }
+            }
         }
-        timer.resume()
     }
 
     /// From now on async handlers are not started (503) and delays are not waited.
@@ -140,7 +147,7 @@ final class HTTPServerCore: Sendable {
     /// Returns when no request is in flight, or when the calling task is cancelled.
     func untilIdle() async {
         let latch: Latch? = state.withLock { s in
-            guard s.inFlight > 0 else { return nil }
+            guard inFlightCount.load(ordering: .acquiring) > 0 else { return nil }
             if s.idle == nil { s.idle = Latch() }
             return s.idle
         }

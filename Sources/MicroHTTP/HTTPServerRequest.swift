@@ -46,7 +46,18 @@ public struct HTTPServerRequest: Sendable {
     /// `Application/JSON; charset=utf-8` → `application/json`. Nil for nil.
     public static func mediaType(of contentType: String?) -> String? {
         guard let contentType else { return nil }
-        let type = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return type.trimmingCharacters(in: .whitespaces).lowercased()
+        let type = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        guard type.allSatisfy({ $0 < 0x80 }) else {
+            // Not ASCII (rare): Foundation's Unicode-aware trimming and lowering.
+            let text = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return text.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        // ASCII, as every real media type is: trim spaces and tabs (the ASCII members of
+        // `.whitespaces`) and lower A-Z byte by byte, without Foundation (a hot path of every request).
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var bytes = Array(type)
+        while let last = bytes.last, isBlank(last) { bytes.removeLast() }
+        let start = bytes.firstIndex { !isBlank($0) } ?? bytes.endIndex
+        return String(decoding: bytes[start...].map { (65...90).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 }

@@ -6,9 +6,9 @@ extension PostgresConnection {
     /// with the SQLSTATE and leaves the connection usable.
     @discardableResult
     public func query(_ sql: SQL) async throws(DatabaseError) -> [PostgresRow] {
-        let secrets = self.secrets
+        let secrets = self.secrets, statements = self.statements
         return try await run { handle in
-            Self.execute(sql, on: handle, secrets: secrets).map { result in
+            Self.execute(sql, on: handle, secrets: secrets, statements: statements).map { result in
                 defer { PQclear(result) }
                 return LibPQ.rows(result)
             }
@@ -19,9 +19,9 @@ extension PostgresConnection {
     /// 0 for commands without one).
     @discardableResult
     public func execute(_ sql: SQL) async throws(DatabaseError) -> Int {
-        let secrets = self.secrets
+        let secrets = self.secrets, statements = self.statements
         return try await run { handle in
-            Self.execute(sql, on: handle, secrets: secrets).map { result in
+            Self.execute(sql, on: handle, secrets: secrets, statements: statements).map { result in
                 defer { PQclear(result) }
                 return LibPQ.affectedRows(result)
             }
@@ -53,8 +53,14 @@ extension PostgresConnection {
         }
     }
 
-    /// Blocking `PQexecParams`; returns a successful result the caller must `PQclear`.
-    static func execute(_ sql: SQL, on handle: OpaquePointer, secrets: [String]) -> Result<OpaquePointer, DatabaseError> {
+    /// Blocking `PQexecParams` (or `PQexecPrepared` for a statement marked `reusingPlan()`, where
+    /// the connection allows it); returns a successful result the caller must `PQclear`.
+    static func execute(_ sql: SQL, on handle: OpaquePointer, secrets: [String],
+                        statements: PreparedStatements? = nil) -> Result<OpaquePointer, DatabaseError> {
+        if sql.reusesPlan, let statements,
+           let prepared = executePrepared(sql, on: handle, secrets: secrets, statements: statements) {
+            return prepared
+        }
         let result: OpaquePointer?
         do {
             result = try withParameterArray(sql.binds) { count, values in

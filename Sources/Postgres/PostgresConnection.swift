@@ -20,6 +20,8 @@ public final class PostgresConnection: @unchecked Sendable {
     let secrets: [String]
     /// Process ID of the server backend serving this connection (`PQbackendPID`).
     public let backendPID: Int32
+    /// Statements prepared on this connection (`SQL.reusingPlan()`), used only on `queue`.
+    let statements = PreparedStatements()
 
     private init(handle: OpaquePointer, queue: DispatchQueue, secrets: [String]) {
         self.handle = handle

@@ -18,12 +18,27 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
     /// UTF-8 offset in `text` of each placeholder, in bind order. Invariant: the placeholder of
     /// bind `i` (0-based) is spelled `$<i+1>`.
     private var placeholderOffsets: [Int]
+    /// Run as a named prepared statement on connections that allow it, so the server parses and
+    /// plans this text once per connection instead of on every call (see `reusingPlan()`).
+    public private(set) var reusesPlan = false
 
     /// Trusted SQL text with no bind values. Never build this from user input.
     public init(unsafeSQL: String) {
         text = unsafeSQL
         binds = []
         placeholderOffsets = []
+    }
+
+    /// This statement, marked to run as a prepared statement where the connection allows it:
+    /// directly to PostgreSQL, not through a pooler in transaction mode, where a statement
+    /// prepared on one server connection is missing on the next (PgBouncer before 1.21). Mark
+    /// statements that run often with the same text and different values (the queue's claim and
+    /// completion); PostgreSQL then plans them once generically after five custom plans
+    /// (`plan_cache_mode = auto`).
+    public func reusingPlan() -> SQL {
+        var copy = self
+        copy.reusesPlan = true
+        return copy
     }
 
     public init(stringLiteral value: String) {

@@ -23,6 +23,7 @@ extension Flusher {
             let failure: DatabaseError
             do {
                 let written = try await store.complete(completions, owner: owner, writes: writes)
+                outcome.withLock { $0.retrying = nil }
                 accept(completions, written: written)
                 if let failingSince {
                     logger.info("completions written once the database took them again", [
@@ -56,6 +57,8 @@ extension Flusher {
                 let since = failingSince ?? clock.now
                 failingSince = since
                 retries += 1
+                let count = retries
+                outcome.withLock { $0.retrying = (failure, count) }
                 logger.warning(failure.meaning == .readOnly
                                ? "writing completions failed: the database is read-only (a standby, or a failover in progress?); keeping them and retrying"
                                : "writing completions failed; keeping them and retrying", [

@@ -35,6 +35,8 @@ final class Flusher: Sendable {
         var unwritten = 0
         var superseded = 0
         var fatal: DatabaseError?
+        /// The failure a batch is being retried for now, and how many retries so far; nil once written.
+        var retrying: (error: DatabaseError, retries: Int)?
     }
 
     let state = Mutex(State())
@@ -104,6 +106,16 @@ final class Flusher: Sendable {
 
     /// The most completions held at once.
     var peakUnflushed: Int { state.withLock { $0.peak } }
+
+    /// The failure a batch has been retried for at least `stuckAfter` times in a row (the database
+    /// read-only or unreachable for writes), if one is being retried now: a drain ends with it.
+    var stuckFailure: DatabaseError? {
+        outcome.withLock { o in o.retrying.flatMap { $0.retries >= Self.stuckAfter ? $0.error : nil } }
+    }
+
+    /// Retries of one batch after which a drain stops waiting for the database (50 ms doubling:
+    /// about 1.5 s).
+    static let stuckAfter = 5
 
     /// The first failure that stopped the run (a meaning retrying cannot fix), if any.
     var fatalFailure: DatabaseError? { outcome.withLock { $0.fatal } }

@@ -47,7 +47,8 @@ public protocol JobStore: Sendable {
     /// written; the others were not `owner`'s at that attempt any more (a batch may hold a stale
     /// completion of an item beside the one of its newer attempt).
     func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int]
-    /// Extends the leases `owner` holds on `itemIDs` to `lease` from now. Returns how many were extended.
+    /// Extends the leases `owner` holds on `itemIDs` to `lease` from now, skipping (never waiting
+    /// for) items a completion is writing at that moment. Returns how many were extended.
     func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int
     /// Expired leases back to available, or discarded with a result row when the attempt that was
     /// running was the last and the item's first attempt is older than `retryBudget`. Leases of

@@ -99,7 +99,7 @@ public struct StandardErrorLogSink: LogSink {
     public init() {}
 
     public func write(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
     }
 }
 

@@ -20,7 +20,7 @@ extension PostgresJobStore {
         guard limit > 0 else { return [] }
         let leaseSeconds = lease.seconds
         let (shares, rows) = try await pool.withConnection { conn -> ([ClaimShares.Share], [PostgresRow]) in
-            let due = try await conn.query("""
+            let due = try await conn.query(("""
                 SELECT r.id, r.priority::int AS priority,
                        CASE WHEN r.alone_last THEN \(limit) ELSE
                            (SELECT count(*)::int FROM (
@@ -31,7 +31,7 @@ extension PostgresJobStore {
                 FROM (SELECT j.id, j.priority,
                              count(*) OVER (PARTITION BY j.priority) = 1 AND j.priority = max(j.priority) OVER () AS alone_last
                       FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds))) r
-                """)
+                """ as SQL).reusingPlan())
             let jobs = try due.map { row in
                 ClaimShares.DueJob(jobID: try row.decode("id"), priority: try row.decode("priority"), due: try row.decode("due"))
             }
@@ -40,7 +40,7 @@ extension PostgresJobStore {
             // The shares' job ids, constant: the update reads only their partitions (README
             // "Retention and job control": job_items is partitioned by job id).
             let jobIDs = shares.map(\.jobID)
-            let rows = try await conn.query("""
+            let rows = try await conn.query(("""
                 WITH picked AS MATERIALIZED (
                 \(Self.oldestDue(shares))
                 )
@@ -51,7 +51,7 @@ extension PostgresJobStore {
                 WHERE i.job_id = ANY(\(jobIDs)) AND i.id = ANY(ARRAY(SELECT id FROM picked))
                 RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts,
                           i.first_attempt_at
-                """)
+                """ as SQL).reusingPlan())
             return (shares, rows)
         }
         let priorities = Dictionary(uniqueKeysWithValues: shares.map { ($0.jobID, $0.priority) })

@@ -9,13 +9,14 @@ extension PostgresJobStore {
         guard !completions.isEmpty else { return [:] }
         // The items' jobs, constant, so the statement reads only their partitions of job_items.
         let jobIDs = Array(Set(completions.map(\.item.jobID))).sorted()
-        var ids: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
+        var ids: [Int64] = [], jobs: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
         var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
         let columns = writes.resultColumns
         var kindValues = [[String?]](repeating: [], count: columns.count)
         for c in completions {
             ids.append(c.item.id)
+            jobs.append(c.item.jobID)
             attempts.append(c.item.attempt)
             states.append(c.state)
             delays.append(c.delay.seconds)
@@ -38,12 +39,12 @@ extension PostgresJobStore {
             kindTargets += ", " + SQL.quoteIdentifier(columns[index].name)
         }
         var sql: SQL = """
-            WITH input AS (
-                SELECT * FROM unnest(\(ids)::bigint[], \(attempts)::int[], \(states)::text[], \(delays)::float8[],
+            WITH input AS MATERIALIZED (
+                SELECT u.*, 'running'::text AS leased_state, \(owner)::text AS leased_by FROM unnest(\(ids)::bigint[], \(jobs)::bigint[], \(attempts)::int[], \(states)::text[], \(delays)::float8[],
                                      \(uncharged)::bool[], \(errors)::text[], \(outcomes)::text[], \(statuses)::int[],
                                      \(details)::jsonb[], \(auditActions)::text[], \(auditDetails)::jsonb[],
                                      \(effects)::jsonb[]\(kindArguments))
-                    AS u(item_id, attempt, state, delay_s, uncharged, last_error, outcome, http_status,
+                    AS u(item_id, job_id, attempt, state, delay_s, uncharged, last_error, outcome, http_status,
                          detail, audit_action, audit_detail, effect\(unsafeSQL: kindAliases))
             ),
             done AS (
@@ -57,7 +58,11 @@ extension PostgresJobStore {
                     last_error = COALESCE(u.last_error, i.last_error),
                     finished_at = CASE WHEN u.state IN ('succeeded', 'failed', 'discarded') THEN now() END
                 FROM input u
-                WHERE i.job_id = ANY(\(jobIDs)) AND i.id = u.item_id AND i.state = 'running' AND i.lease_owner = \(owner) AND i.attempt = u.attempt
+                -- The lease is checked against the batch's own columns, not constants, so the planner
+                -- cannot take "this owner's running items" for a handful and rescan the batch for
+                -- each (quadratic in the batch): it finds items by key, or hashes the batch.
+                WHERE i.job_id = ANY(\(jobIDs)) AND i.id = u.item_id AND i.job_id = u.job_id
+                  AND i.state = u.leased_state AND i.lease_owner = u.leased_by AND i.attempt = u.attempt
                 RETURNING i.id AS item_id, i.job_id, i.account_id, u.attempt, u.state, u.outcome, u.http_status,
                           u.detail, u.audit_action, u.audit_detail, u.effect\(unsafeSQL: kindAliases)
             ),
@@ -79,7 +84,7 @@ extension PostgresJobStore {
             sql += ", \(identifier: step.name) AS (\n\(unsafeSQL: step.body)\n)\n"
         }
         sql += "SELECT item_id, attempt FROM done"
-        let statement = sql
+        let statement = sql.reusingPlan()
         let rows = try await pool.withConnection { conn in try await conn.query(statement) }
         var written: [Int64: Int] = [:]
         for row in rows { written[try row.decode("item_id", as: Int64.self)] = try row.decode("attempt", as: Int.self) }
@@ -95,7 +100,7 @@ extension PostgresJobStore {
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
                 WITH expired AS MATERIALIZED (
-                    SELECT id, (attempt >= max_attempts AND (first_attempt_at IS NULL
+                    SELECT id, job_id, (attempt >= max_attempts AND (first_attempt_at IS NULL
                                 OR first_attempt_at <= now() - make_interval(secs => \(budgetSeconds)))) AS spent
                     FROM siwa.job_items
                     WHERE state = 'running' AND lease_expires_at < now() AND lease_owner IS DISTINCT FROM \(sparing)
@@ -112,7 +117,7 @@ extension PostgresJobStore {
                         last_error = 'lease expired: worker lost while the item was in flight',
                         finished_at = CASE WHEN e.spent THEN now() END
                     FROM expired e
-                    WHERE i.id = e.id AND i.state = 'running' AND i.lease_expires_at < now()
+                    WHERE i.id = e.id AND i.job_id = e.job_id AND i.state = 'running' AND i.lease_expires_at < now()
                     RETURNING i.id, i.job_id, i.account_id, i.state, i.attempt
                 ),
                 written AS (

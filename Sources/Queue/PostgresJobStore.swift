@@ -25,10 +25,22 @@ public struct PostgresJobStore: JobStore {
         guard !itemIDs.isEmpty else { return 0 }
         let leaseSeconds = lease.seconds
         return try await pool.withConnection { conn in
-            try await conn.execute("""
-                UPDATE siwa.job_items SET lease_expires_at = now() + make_interval(secs => \(leaseSeconds))
-                WHERE id = ANY(\(itemIDs)) AND state = 'running' AND lease_owner = \(owner)
-                """)
+            try await conn.execute(("""
+                WITH held AS MATERIALIZED (
+                    SELECT id, 'running'::text AS leased_state, \(owner)::text AS leased_by FROM unnest(\(itemIDs)::bigint[]) AS id
+                ),
+                -- Compared with the CTE's columns, not constants (see `complete`): items found by key.
+                -- Rows a completion is writing now are skipped, not waited for: a renewal never
+                -- waits, so it cannot deadlock with a completion locking the same items in another order.
+                mine AS MATERIALIZED (
+                    SELECT i.id, i.job_id FROM siwa.job_items i JOIN held h
+                        ON i.id = h.id AND i.state = h.leased_state AND i.lease_owner = h.leased_by
+                    FOR UPDATE OF i SKIP LOCKED
+                )
+                UPDATE siwa.job_items i SET lease_expires_at = now() + make_interval(secs => \(leaseSeconds))
+                FROM mine m
+                WHERE i.id = m.id AND i.job_id = m.job_id
+                """ as SQL).reusingPlan())
         }
     }
 

@@ -18,6 +18,8 @@ extension Worker {
         /// Items that could not be prepared, with their kind and the reason; released uncharged.
         var unprepared: [(item: ClaimedItem, kind: String, reason: String)] = []
         var error: DatabaseError?
+        /// The urgent claim beside the regular one (`mainLoop`).
+        var urgent = false
     }
 
     /// One claim round trip, run as a child task: claim, look up unknown jobs, prepare per job.
@@ -40,27 +42,87 @@ extension Worker {
         noteClaimed(claimed.map(\.id))
         forgetPausesResumedBefore(claimStarted, jobIDs: Set(claimed.map(\.jobID)))
         let jobs = await jobRecords(Set(claimed.map(\.jobID)))
-        for (jobID, items) in Dictionary(grouping: claimed, by: \.jobID) {
-            guard let job = jobs[jobID], let handler = handlers[job.kind] else {
-                batch.unprepared += items.map { ($0, jobs[jobID]?.kind ?? "", "job not loaded") }
-                continue
-            }
-            do {
-                let operations = try await handler.prepare(items, of: job)
-                for (item, operation) in zip(items, operations) {
-                    batch.ready.append(ReadyItem(item: item, kind: job.kind, operation: operation))
+        // Jobs are prepared concurrently (each its own connection), so an urgent item in a mixed
+        // claim waits for the slowest preparation, not for all of them in turn.
+        let byJob = Dictionary(grouping: claimed, by: \.jobID)
+        let prepared: [ClaimBatch]
+        if byJob.count == 1, let (jobID, items) = byJob.first {
+            prepared = [await prepare(items, jobID: jobID, job: jobs[jobID])]
+        } else {
+            prepared = await withTaskGroup(of: ClaimBatch.self) { group -> [ClaimBatch] in
+                for (jobID, items) in byJob {
+                    group.addTask { [self] in await prepare(items, jobID: jobID, job: jobs[jobID]) }
                 }
-                if operations.count < items.count {
-                    logger.error("a kind prepared fewer operations than items; releasing the rest", [
-                        "job.id": "\(jobID)", "items": "\(items.count)", "operations": "\(operations.count)"])
-                    batch.unprepared += items[operations.count...].map { ($0, job.kind, "not prepared") }
-                }
-            } catch {
-                logger.error("preparing items failed; releasing them", ["job.id": "\(jobID)", "error": "\(error)"])
-                batch.unprepared += items.map { ($0, job.kind, "prepare failed") }
+                return await group.reduce(into: []) { $0.append($1) }
             }
         }
+        for part in prepared {
+            batch.ready += part.ready
+            batch.unprepared += part.unprepared
+        }
         return batch
+    }
+
+    /// One job's claimed items made ready by its kind's `prepare`, or unprepared with the reason.
+    private func prepare(_ items: [ClaimedItem], jobID: Int64, job: JobRecord?) async -> ClaimBatch {
+        var part = ClaimBatch(requested: items.count)
+        guard let job, let handler = handlers[job.kind] else {
+            part.unprepared = items.map { ($0, job?.kind ?? "", "job not loaded") }
+            return part
+        }
+        do {
+            let operations = try await handler.prepare(items, of: job)
+            for (item, operation) in zip(items, operations) {
+                part.ready.append(ReadyItem(item: item, kind: job.kind, operation: operation))
+            }
+            if operations.count < items.count {
+                logger.error("a kind prepared fewer operations than items; releasing the rest", [
+                    "job.id": "\(jobID)", "items": "\(items.count)", "operations": "\(operations.count)"])
+                part.unprepared += items[operations.count...].map { ($0, job.kind, "not prepared") }
+            }
+        } catch {
+            logger.error("preparing items failed; releasing them", ["job.id": "\(jobID)", "error": "\(error)"])
+            part.unprepared = items.map { ($0, job.kind, "prepare failed") }
+        }
+        return part
+    }
+
+    /// Items claimed after a NOTIFY even when the ready buffer is full (an urgent item among them
+    /// goes ahead of the buffer).
+    static let noticedClaim = 16
+
+    /// How many items to hold ready beyond the `concurrency` running (`prefetch`), and how far the
+    /// buffer must run down before the next claim (`threshold`: the smallest claim but one at the
+    /// start, an urgent one, or the last of a job). Claims of at least min(64, C) items (C/4
+    /// at C ≥ 256), so at low concurrency the database still sees few, large claims instead of one
+    /// per handful of finished items; the buffer is twice that, so a claim lands before it runs dry.
+    /// Both are capped by `claimBatch`.
+    static func claimSizes(concurrency: Int, claimBatch: Int) -> (prefetch: Int, threshold: Int) {
+        let threshold = max(1, min(claimBatch, max(concurrency / 4, min(64, concurrency))))
+        let prefetch = max(1, min(claimBatch, max(concurrency / 2, 2 * threshold)))
+        return (prefetch, threshold)
+    }
+
+    /// The ready buffer with newly claimed items joined by priority: each goes behind the items of
+    /// its own or a more urgent priority and ahead of less urgent ones, so an urgent item claimed
+    /// while the buffer holds bulk work starts at the next free slot. Order within a priority is
+    /// kept (oldest claim first).
+    static func merged(_ ready: [ReadyItem], _ claimed: [ReadyItem]) -> [ReadyItem] {
+        guard !claimed.isEmpty else { return ready }
+        let incoming = claimed.enumerated().sorted { ($0.element.item.priority, $0.offset) < ($1.element.item.priority, $1.offset) }
+            .map(\.element)
+        guard let last = ready.last, last.item.priority > incoming[0].item.priority else { return ready + incoming }
+        var result: [ReadyItem] = []
+        result.reserveCapacity(ready.count + incoming.count)
+        var i = 0, j = 0
+        while i < ready.count || j < incoming.count {
+            if j == incoming.count || (i < ready.count && ready[i].item.priority <= incoming[j].item.priority) {
+                result.append(ready[i]); i += 1
+            } else {
+                result.append(incoming[j]); j += 1
+            }
+        }
+        return result
     }
 
     /// Job records by id, from the cache or the store.

@@ -11,6 +11,8 @@ extension Worker {
         case graceExpired
         /// The grace watcher was cancelled (the loop ended first).
         case watcherEnded
+        /// A NOTIFY arrived (`Worker.wake()`), or the notice watcher was cancelled.
+        case noticed
     }
 
     /// The loop's own state between iterations.
@@ -18,7 +20,12 @@ extension Worker {
         var inflight = 0
         var ready: [ReadyItem] = []
         var claimInFlight = false
+        /// An urgent claim (after a NOTIFY) running beside the regular one.
+        var urgentClaimInFlight = false
+        var claiming: Bool { claimInFlight || urgentClaimInFlight }
         var wantClaim = true
+        /// A NOTIFY arrived since the last claim began: claim at once, whatever the deficit.
+        var urgentClaim = false
         var graceExpired = false
         var stopLogged = false
         var backpressured = false
@@ -45,8 +52,7 @@ extension Worker {
         let kinds = handlers.keys.sorted()
         let concurrency = max(1, configuration.concurrency)
         // Items held (running + ready) aim at concurrency + prefetch; claims are batched by claimThreshold.
-        let prefetch = max(1, min(configuration.claimBatch, concurrency / 2))
-        let claimThreshold = max(1, min(configuration.claimBatch, concurrency / 4))
+        let (prefetch, claimThreshold) = Self.claimSizes(concurrency: concurrency, claimBatch: configuration.claimBatch)
         let bound = configuration.effectiveMaxUnflushed
 
         await withTaskGroup(of: ChildResult.self) { group in
@@ -61,6 +67,9 @@ extension Worker {
                 await clock.sleep(for: grace, unless: abortSignal.wait)
                 return Task.isCancelled ? .watcherEnded : .graceExpired
             }
+            // The notice watcher: a NOTIFY ends the wait for the next child, so an urgent claim
+            // need not wait for a claim still out or an item to finish. Re-armed after each.
+            group.addTask { [notice] in await notice.wait(); return .noticed }
             loop: while true {
                 if let fatal = flusher.fatalFailure, report.databaseFailure == nil {
                     report.databaseFailure = fatal
@@ -69,7 +78,7 @@ extension Worker {
                 if isStopping {
                     s.ready.forEach { release($0.item, kind: $0.kind, reason: "released on shutdown") }
                     s.ready.removeAll()
-                    if s.inflight == 0 && !s.claimInFlight {
+                    if s.inflight == 0 && !s.claiming {
                         report.endedByStop = true
                         break loop
                     }
@@ -79,16 +88,37 @@ extension Worker {
                             "items": "\(s.inflight)", "grace_s": "\(grace.seconds)"])
                     }
                 } else {
+                    if s.inflight == 0 && !s.claiming && drainStuck(&report, s) {
+                        s.ready.forEach { release($0.item, kind: $0.kind, reason: "released: the database takes no writes") }
+                        break loop
+                    }
                     if wakeup.consume() { s.wantClaim = true }
+                    if noticed.exchange(false, ordering: .acquiringAndReleasing) { s.urgentClaim = true }
                     noteBackpressure(&s, bound: bound)
                     let deficit = concurrency + prefetch - s.inflight - s.ready.count
-                    if !s.claimInFlight && s.wantClaim && !s.backpressured && !upstreamCoolingDown
-                        && (deficit >= claimThreshold || (s.inflight == 0 && s.ready.isEmpty)) {
+                    // A drain held back by backpressure while writes keep failing probes with a
+                    // one-item claim: whether the database takes claims decides if it ends (`drainStuck`).
+                    let probe = s.backpressured && configuration.drain && s.inflight == 0 && flusher.stuckFailure != nil
+                    if !s.claimInFlight && (s.wantClaim || s.urgentClaim || probe) && (!s.backpressured || probe) && !upstreamCoolingDown
+                        && (deficit >= claimThreshold || s.urgentClaim || probe || (s.inflight == 0 && s.ready.isEmpty)) {
                         s.claimInFlight = true
-                        let limit = min(deficit, configuration.claimBatch)
+                        // After a NOTIFY, claim even with a full buffer: an urgent item claimed now
+                        // goes ahead of every buffered one (`merged`) and starts at the next free slot.
+                        let wanted = probe ? 1 : max(deficit, s.urgentClaim ? Self.noticedClaim : 1)
+                        let limit = min(wanted, configuration.claimBatch)
+                        s.urgentClaim = false
                         let errors = s.databaseErrors
                         let backoff = errors == 0 ? Duration.zero : min(.seconds(5), .milliseconds(200) * errors)
                         group.addTask { [self] in .claimed(await self.claimBatch(limit: limit, kinds: kinds, backoff: backoff)) }
+                    } else if s.urgentClaim && s.claimInFlight && !s.urgentClaimInFlight && !s.backpressured && !upstreamCoolingDown {
+                        // A NOTIFY while a claim runs: an urgent item (a sign-in) need not wait for it.
+                        s.urgentClaimInFlight = true
+                        s.urgentClaim = false
+                        group.addTask { [self] in
+                            var batch = await self.claimBatch(limit: min(Self.noticedClaim, configuration.claimBatch), kinds: kinds, backoff: .zero)
+                            batch.urgent = true
+                            return .claimed(batch)
+                        }
                     }
                     while s.inflight < concurrency, !s.ready.isEmpty, flusher.unflushed + s.inflight < bound {
                         let next = s.ready.removeFirst()
@@ -101,13 +131,14 @@ extension Worker {
                         s.inflight += 1
                     }
                 }
-                if s.inflight == 0 && s.ready.isEmpty && !s.claimInFlight {
+                if s.inflight == 0 && s.ready.isEmpty && !s.claiming {
                     if isStopping {
                         report.endedByStop = true
                         break loop
                     }
                     // Idle: everything we wrote is visible before we look at the backlog.
                     await waitForFlusherUnlessStopped()
+                    if drainStuck(&report, s) { break loop }
                     if isStopping || flusher.fatalFailure != nil { continue }
                     if let finished = try? await store.completeFinishedJobs(), !finished.isEmpty {
                         logger.info("jobs completed", ["job.ids": finished.map(String.init).joined(separator: ",")])
@@ -122,7 +153,7 @@ extension Worker {
                     s.wantClaim = true
                     continue
                 }
-                if s.inflight == 0 && !s.claimInFlight {
+                if s.inflight == 0 && !s.claiming {
                     // Only claimed items wait, held back by backpressure: wait for the flusher
                     // (it signals the wake-up after every batch), a stop, or the poll tick.
                     await wakeup.wait()
@@ -137,6 +168,8 @@ extension Worker {
                     group.cancelAll()
                 case .watcherEnded:
                     break
+                case .noticed:
+                    if !isStopping { group.addTask { [notice] in await notice.wait(); return .noticed } }
                 case let .claimed(batch):
                     if handleClaimed(batch, state: &s, report: &report) == .stop { break loop }
                 case let .item(item, kind, outcome):
@@ -155,12 +188,12 @@ extension Worker {
     /// failure is retried with backoff when retrying can help (five in a row end a drain with
     /// nothing in flight); any other meaning stops the run with the error.
     func handleClaimed(_ batch: ClaimBatch, state s: inout LoopState, report: inout WorkerReport) -> ClaimVerdict {
-        s.claimInFlight = false
+        if batch.urgent { s.urgentClaimInFlight = false } else { s.claimInFlight = false }
         for entry in batch.unprepared { release(entry.item, kind: entry.kind, reason: entry.reason) }
         s.ready = Self.merged(s.ready, batch.ready)
         guard let error = batch.error else {
             s.databaseErrors = 0
-            s.wantClaim = batch.claimed == batch.requested
+            if !batch.urgent { s.wantClaim = batch.claimed == batch.requested }
             return .carryOn
         }
         s.databaseErrors += 1
@@ -175,28 +208,6 @@ extension Worker {
         }
         s.wantClaim = true
         return .carryOn
-    }
-
-    /// The ready buffer with newly claimed items joined by priority: each goes behind the items of
-    /// its own or a more urgent priority and ahead of less urgent ones, so an urgent item claimed
-    /// while the buffer holds bulk work starts at the next free slot. Order within a priority is
-    /// kept (oldest claim first).
-    static func merged(_ ready: [ReadyItem], _ claimed: [ReadyItem]) -> [ReadyItem] {
-        guard !claimed.isEmpty else { return ready }
-        let incoming = claimed.enumerated().sorted { ($0.element.item.priority, $0.offset) < ($1.element.item.priority, $1.offset) }
-            .map(\.element)
-        guard let last = ready.last, last.item.priority > incoming[0].item.priority else { return ready + incoming }
-        var result: [ReadyItem] = []
-        result.reserveCapacity(ready.count + incoming.count)
-        var i = 0, j = 0
-        while i < ready.count || j < incoming.count {
-            if j == incoming.count || (i < ready.count && ready[i].item.priority <= incoming[j].item.priority) {
-                result.append(ready[i]); i += 1
-            } else {
-                result.append(incoming[j]); j += 1
-            }
-        }
-        return result
     }
 
     /// Updates the backpressure state and hurries the flusher while it holds. Brief spells are
@@ -225,11 +236,28 @@ extension Worker {
         }
     }
 
-    /// Waits until the flusher has written everything added so far, or a stop is requested.
+    /// With `drain`, nothing running, the flusher stuck retrying a write (`Flusher.stuckFailure`:
+    /// a read-only or unwritable database) and the last claim failed too, the run ends with the
+    /// write's failure instead of waiting for the database forever (backpressure holds back the
+    /// claims that would have counted five failures; a probe claim of one item still runs, see
+    /// `mainLoop`). While claims succeed, completions are retried as long as the run lasts.
+    func drainStuck(_ report: inout WorkerReport, _ s: LoopState) -> Bool {
+        guard configuration.drain, s.databaseErrors > 0, let stuck = flusher.stuckFailure else { return false }
+        report.databaseFailure = report.databaseFailure ?? stuck
+        return true
+    }
+
+    /// Waits until the flusher has written everything added so far, or a stop is requested, or
+    /// (with `drain`) the flusher is stuck retrying a write.
     func waitForFlusherUnlessStopped() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [flusher] in await flusher.waitUntilIdle() }
             group.addTask { [stopSignal] in await stopSignal.wait() }
+            if configuration.drain {
+                group.addTask { [flusher] in   // real time: it only polls, and ends at once when cancelled
+                    while flusher.stuckFailure == nil && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(200)) }
+                }
+            }
             await group.next()
             group.cancelAll()
         }

@@ -19,6 +19,12 @@ public final class Worker: Service {
     let clock: any WallClock
     let random: JitterSource
     let wakeup = Wakeup()
+    /// Set by `wake()` (a NOTIFY: new, possibly urgent work): the loop claims at once, however
+    /// full its ready buffer, instead of waiting for the buffer to empty to the claim threshold.
+    let noticed = Atomic<Bool>(false)
+    /// Signalled by `wake()` too: ends the loop's wait for a child (a claim still out, items
+    /// running), so a NOTIFY is acted on at once (`mainLoop`'s notice watcher).
+    let notice = Wakeup()
     let inFlight = InFlightSet()
     let flusher: Flusher
     /// Opened by `shutdownGracefully()`: no more claims; the grace period starts.
@@ -55,7 +61,9 @@ public final class Worker: Service {
 
     /// New work may be due (a NOTIFY arrived). Safe from any thread.
     public func wake() {
+        noticed.store(true, ordering: .releasing)
         wakeup.signal()
+        notice.signal()
     }
 
     /// Graceful stop (SIGTERM/SIGINT): stop claiming, let in-flight items finish within the grace

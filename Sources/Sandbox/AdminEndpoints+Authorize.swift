@@ -1,5 +1,6 @@
 import Foundation
 import MicroHTTP
+import SIWACore
 
 extension AdminEndpoints {
     /// `POST /__sandbox/authorize` plays the device's side of a sign-in (Content-Type

@@ -1,5 +1,6 @@
 import Foundation
 import MicroHTTP
+import SIWACore
 
 extension AdminEndpoints {
     /// Key rotation and notification signing:

@@ -1,4 +1,5 @@
 import MicroHTTP
+import SIWACore
 
 extension AppleEndpoints {
     /// `POST /auth/token` with `grant_type=authorization_code` (apple-api.md §2.2), after the

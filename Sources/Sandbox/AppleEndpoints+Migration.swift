@@ -1,5 +1,6 @@
 import Foundation
 import MicroHTTP
+import SIWACore
 
 /// `POST /auth/usermigrationinfo` (apple-api.md §4; TN3159, TN3107 "User Migration Info Response Errors").
 ///

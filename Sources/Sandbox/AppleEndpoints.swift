@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTP
 import SIWACrypto
+import SIWACore
 
 /// The Apple surface: `/auth/token`, `/auth/revoke`, `/auth/keys` (apple-api.md §2, §3, §6).
 final class AppleEndpoints: Sendable {
@@ -18,10 +19,16 @@ final class AppleEndpoints: Sendable {
     /// Access and bearer token lifetime, seconds.
     static let accessTokenLifetime = 3600
 
-    init(model: SandboxModel, signer: any RS256Signing, refreshIDToken: Bool = true) {
+    /// Signed refresh-answer id_tokens kept per user for a short time (`IDTokenCache`).
+    let idTokens: IDTokenCache
+
+    /// - Parameter idTokenReuseSeconds: how long a user's signed refresh id_token is handed out
+    ///   again (0: every answer signs a new one; at most half of `idTokenLifetime`).
+    init(model: SandboxModel, signer: any RS256Signing, refreshIDToken: Bool = true, idTokenReuseSeconds: Int = 0) {
         self.model = model
         self.keySet = SigningKeySet(signer)
         self.refreshIDToken = refreshIDToken
+        self.idTokens = IDTokenCache(reuseSeconds: idTokenReuseSeconds, lifetime: Self.idTokenLifetime)
     }
 
     /// `GET /auth/keys`.
@@ -36,13 +43,18 @@ final class AppleEndpoints: Sendable {
     }
 
     /// Content type, strict form parsing and allowed parameters.
-    func form(_ req: HTTPServerRequest, allowed: Set<String>) throws(Rejection) -> FormBody {
+    /// - Parameter parsed: the body already parsed by the caller (each request is parsed once), or nil.
+    func form(_ req: HTTPServerRequest, allowed: Set<String>, parsed: FormBody? = nil) throws(Rejection) -> FormBody {
         guard req.mediaType == "application/x-www-form-urlencoded" else { throw Rejection("invalid_request", "content_type") }
         let form: FormBody
-        do {
-            form = try FormBody(req.body)
-        } catch {
-            throw Rejection("invalid_request", "form_encoding")
+        if let parsed {
+            form = parsed
+        } else {
+            do {
+                form = try FormBody(req.body)
+            } catch {
+                throw Rejection("invalid_request", "form_encoding")
+            }
         }
         if form.names.contains(where: { !allowed.contains($0) }) {
             throw Rejection("invalid_request", "unsupported_parameter")
@@ -69,13 +81,14 @@ final class AppleEndpoints: Sendable {
 
     /// `POST /auth/token`: `refresh_token`, `client_credentials` (scope `user.migration`) and
     /// `authorization_code` (codes from `/__sandbox/authorize`; see `authorizationCode`).
-    func token(_ req: HTTPServerRequest, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
-        answer { () throws(Rejection) in try tokenChecked(req, now: now, tally: &tally) }
+    /// - Parameter parsed: the body as `SandboxHandler` parsed it, or nil.
+    func token(_ req: HTTPServerRequest, parsed: FormBody? = nil, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
+        answer { () throws(Rejection) in try tokenChecked(req, parsed: parsed, now: now, tally: &tally) }
     }
 
-    private func tokenChecked(_ req: HTTPServerRequest, now: Double,
+    private func tokenChecked(_ req: HTTPServerRequest, parsed: FormBody?, now: Double,
                               tally: inout RequestTally) throws(Rejection) -> HTTPServerResponse {
-        let form = try self.form(req, allowed: Self.tokenParameters)
+        let form = try self.form(req, allowed: Self.tokenParameters, parsed: parsed)
         guard let grantType = form["grant_type"], !grantType.isEmpty else {
             return .appleError("invalid_request", reason: "missing_grant_type")
         }
@@ -89,7 +102,7 @@ final class AppleEndpoints: Sendable {
             guard let sub = model.validateRefresh(token: refresh, teamID: client.teamID, clientID: client.clientID) else {
                 return .appleError("invalid_grant", reason: "refresh_token_invalid")
             }
-            return refreshResponse(clientID: client.clientID, sub: sub, now: now, tally: &tally)
+            return refreshResponse(teamID: client.teamID, clientID: client.clientID, sub: sub, now: now, tally: &tally)
         case "client_credentials":
             guard form["scope"] == "user.migration" else { return .appleError("invalid_scope", reason: "scope") }
             let token = model.mintBearer(teamID: client.teamID, clientID: client.clientID, scope: "user.migration",
@@ -103,7 +116,7 @@ final class AppleEndpoints: Sendable {
         }
     }
 
-    private func refreshResponse(clientID: String, sub: String, now: Double,
+    private func refreshResponse(teamID: String, clientID: String, sub: String, now: Double,
                                  tally: inout RequestTally) -> HTTPServerResponse {
         let access = TokenMint.accessToken()
         model.noteIssuedAccessToken(access)
@@ -111,25 +124,38 @@ final class AppleEndpoints: Sendable {
         guard refreshIDToken else {
             return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
         }
-        let iat = Int(now)
-        let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
-            + "\"exp\":\(iat + Self.idTokenLifetime),\"iat\":\(iat),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(iat)}"
-        guard let idToken = try? keySet.sign(claimsJSON: claims) else {
+        guard let idToken = refreshIDToken(teamID: teamID, clientID: clientID, sub: sub, now: Int(now), tally: &tally) else {
             return .plain("id_token signing failed\n", status: 500)
         }
-        tally.idTokenSigned = true
         return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime),\"id_token\":\"\(idToken)\"}")
+    }
+
+    /// The user's id_token for a refresh answer at `now` (seconds since 1970): the one signed for
+    /// them within the reuse window (`IDTokenCache`), else a new one (`iat` = `auth_time` = now,
+    /// `exp` = now + `idTokenLifetime`). Nil when signing fails.
+    private func refreshIDToken(teamID: String, clientID: String, sub: String, now: Int, tally: inout RequestTally) -> String? {
+        let key = IDTokenCache.Key(teamID: teamID, clientID: clientID, sub: sub)
+        if let reused = idTokens.reusable(key, kid: keySet.currentKID, now: now) {
+            tally.idTokenReused = true
+            return reused
+        }
+        let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
+            + "\"exp\":\(now + Self.idTokenLifetime),\"iat\":\(now),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(now)}"
+        guard let signed = try? keySet.signed(claimsJSON: claims) else { return nil }
+        tally.idTokenSigned = true
+        idTokens.keep(signed.token, kid: signed.kid, iat: now, for: key)
+        return signed.token
     }
 
     /// `POST /auth/revoke`: always `200` with an empty body once the client authenticates, whether or
     /// not the token exists ("revoked successfully or was previously invalid", apple-api.md §3).
-    func revoke(_ req: HTTPServerRequest, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
-        answer { () throws(Rejection) in try revokeChecked(req, now: now, tally: &tally) }
+    func revoke(_ req: HTTPServerRequest, parsed: FormBody? = nil, now: Double, tally: inout RequestTally) -> HTTPServerResponse {
+        answer { () throws(Rejection) in try revokeChecked(req, parsed: parsed, now: now, tally: &tally) }
     }
 
-    private func revokeChecked(_ req: HTTPServerRequest, now: Double,
+    private func revokeChecked(_ req: HTTPServerRequest, parsed: FormBody?, now: Double,
                                tally: inout RequestTally) throws(Rejection) -> HTTPServerResponse {
-        let form = try self.form(req, allowed: Self.revokeParameters)
+        let form = try self.form(req, allowed: Self.revokeParameters, parsed: parsed)
         guard let token = form["token"], !token.isEmpty else { return .appleError("invalid_request", reason: "missing_token") }
         if let hint = form["token_type_hint"], hint != "refresh_token", hint != "access_token" {
             return .appleError("invalid_request", reason: "token_type_hint")

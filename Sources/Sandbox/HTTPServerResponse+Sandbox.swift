@@ -1,4 +1,5 @@
 import MicroHTTP
+import SIWACore
 
 /// The sandbox's response shapes: Apple's (apple-api.md §2.6, TN3107) and its admin API's.
 extension HTTPServerResponse {
@@ -48,29 +49,5 @@ extension HTTPServerResponse {
         var r = plain("method not allowed\n", status: 405)
         r.headers.append(HTTPHeader("Allow", allow))
         return r
-    }
-}
-
-/// Small JSON text helpers for hand-built response bodies.
-enum JSONText {
-    /// `s` as a JSON string literal, with quotes.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        out.reserveCapacity(s.utf8.count + 2)
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-        return out
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 /// Builds the claims of a server-to-server notification the way Apple sends them
 /// (apple-api.md §8.3), in either shape real traffic and the documentation disagree on:

@@ -109,7 +109,9 @@ final class RateThrottle: Sendable {
     /// seconds when it is a 429).
     func record(team: String, status: Int, retryAfter: Int?, now: Double) {
         state.withLock { s in
-            var entry = s.teams[team] ?? Team()
+            // Taken out, not copied: `entry` owns its per-second map uniquely, so adding this
+            // second does not copy the whole map (up to an hour of seconds) on every request.
+            var entry = s.teams.removeValue(forKey: team) ?? Team()
             if now < entry.retryAfterUntil { entry.earlyRequests += 1 }
             for i in entry.recent.indices.reversed() {
                 guard entry.recent[i].nextRequestAt == nil else { break }

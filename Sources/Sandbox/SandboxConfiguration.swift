@@ -77,6 +77,13 @@ public struct SandboxConfiguration: Sendable, Equatable {
     /// (each team its own token bucket; throttled requests get an immediate 429 with
     /// `Retry-After`); nil: none. `POST /__sandbox/rate-limit` changes it at run time.
     public var rateLimit: RateLimitSettings?
+    /// Seconds a user's signed refresh id_token is handed out again to the next validation of the
+    /// same user (team, client and `sub`), instead of signing a new one: 0 ... 300 (half the
+    /// 600 s lifetime, so a reused token has at least 300 s left), 0 signs every answer anew.
+    /// Default 300. A reused token keeps its honest `iat`/`exp`; a key rotation ends reuse at once.
+    public var idTokenReuseSeconds = 300
+    /// Serve HTTPS with a throwaway CA made at start (`SandboxTLS`); nil (the default): plain HTTP.
+    public var tls: SandboxTLS? = nil
 
     /// Defaults: `127.0.0.1`, random port, no latency, no faults, 2 threads, unseeded, RSA-2048,
     /// id_token on refresh, no rate limit.

@@ -9,9 +9,10 @@ extension SandboxHandler {
     /// The team a POST to a budgeted path counts against: the `iss` of its `client_secret`, from
     /// the model's cache of verified secrets, else read without verification (a throttle keys on
     /// what the caller claims, before any verification). Nil for other requests or no readable team.
-    func budgetedTeam(of req: HTTPServerRequest) -> String? {
+    /// - Parameter form: the request's body as parsed once by `respond(to:)` (nil: none readable).
+    func budgetedTeam(of req: HTTPServerRequest, form: FormBody?) -> String? {
         guard req.method == "POST", Self.budgetedPaths.contains(req.path), !req.bodyTooLarge,
-              let form = try? FormBody(req.body), let secret = form["client_secret"], !secret.isEmpty else { return nil }
+              let form, let secret = form["client_secret"], !secret.isEmpty else { return nil }
         if let cached = model.registry.withLock({ $0.secretCache[secret]?.teamID }) { return cached }
         guard let jws = try? JWS.split(secret),
               let claims = (try? JSONSerialization.jsonObject(with: Data(jws.payload))) as? [String: Any],

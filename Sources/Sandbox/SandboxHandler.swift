@@ -40,7 +40,9 @@ final class SandboxHandler: Sendable {
         let isApple = req.path.hasPrefix("/auth/")
         let arrival: ContinuousClock.Instant? = isApple && model.requestLog.isOn ? .now : nil
         var decision = FaultDecision(fault: nil, delayMs: 0, retryAfterSeconds: 0)
-        let team = budgetedTeam(of: req)
+        // Parsed once here for the throttle's team and the endpoint (nil: not a readable form).
+        let form = isApple && req.method == "POST" && !req.bodyTooLarge ? try? FormBody(req.body) : nil
+        let team = budgetedTeam(of: req, form: form)
         let now = model.now
         if let team, let retryAfter = throttle.refusal(team: team, now: now) {
             // Throttled answers are immediate: no latency, no fault.
@@ -62,7 +64,7 @@ final class SandboxHandler: Sendable {
             response = FaultResponses.response(for: fault, retryAfter: decision.retryAfterSeconds)
         } else {
             if decision.fault == .stall { tally.fault = FaultKind.stall.rawValue }
-            response = req.bodyTooLarge ? Self.tooLarge(isApple: isApple) : route(req, tally: &tally)
+            response = req.bodyTooLarge ? Self.tooLarge(isApple: isApple) : route(req, form: form, tally: &tally)
         }
         tally.status = response.status
         tally.errorCode = response.errorCode
@@ -90,13 +92,13 @@ final class SandboxHandler: Sendable {
             : .adminError("body: larger than \(adminBodyLimit) bytes", status: 413)
     }
 
-    private func route(_ req: HTTPServerRequest, tally: inout RequestTally) -> HTTPServerResponse {
+    private func route(_ req: HTTPServerRequest, form: FormBody?, tally: inout RequestTally) -> HTTPServerResponse {
         let now = model.now
         switch req.path {
         case "/auth/token":
-            return req.method == "POST" ? apple.token(req, now: now, tally: &tally) : .methodNotAllowed("POST")
+            return req.method == "POST" ? apple.token(req, parsed: form, now: now, tally: &tally) : .methodNotAllowed("POST")
         case "/auth/revoke":
-            return req.method == "POST" ? apple.revoke(req, now: now, tally: &tally) : .methodNotAllowed("POST")
+            return req.method == "POST" ? apple.revoke(req, parsed: form, now: now, tally: &tally) : .methodNotAllowed("POST")
         case "/auth/usermigrationinfo":
             return req.method == "POST" ? apple.userMigrationInfo(req, now: now, tally: &tally) : .methodNotAllowed("POST")
         case "/auth/keys":

@@ -1,4 +1,5 @@
 import SIWACrypto
+import SIWACore
 
 /// The sandbox's authorization codes (apple-api.md §2.2): issued by the admin endpoint that plays
 /// the device (`POST /__sandbox/authorize`), exchanged once at `/auth/token` with

@@ -28,6 +28,8 @@ public final class SandboxServer: Service {
     private let running = Mutex<(http: HTTPServer, handler: SandboxHandler)?>(nil)
     /// Set by `shutdownGracefully()` (sticky), so a stop asked before `run()` starts still counts.
     private let stopAsked = Latch()
+    /// With `configuration.tls`: the CA certificate file written at start.
+    private let writtenCAFile = Mutex<String?>(nil)
 
     /// Simultaneous connections accepted.
     static let connectionLimit = 4096
@@ -51,10 +53,12 @@ public final class SandboxServer: Service {
 
     deinit { stop() }
 
-    /// Generates the id_token RSA key and starts listening.
+    /// Generates the id_token RSA key (and with `configuration.tls` the throwaway CA, the server
+    /// certificate and the CA file: `caFile`) and starts listening.
     /// - Returns: the bound TCP port (useful when the configuration asked for port 0).
     /// - Throws: `SandboxStartError` if already running, the host is not IPv4 loopback, key generation
-    ///   fails, or the address cannot be bound.
+    ///   fails, the certificates or the CA file cannot be made, libmicrohttpd has no TLS support,
+    ///   or the address cannot be bound.
     @discardableResult
     public func start() throws -> UInt16 {
         if running.withLock({ $0 != nil }) { throw SandboxStartError(description: "sandbox already running") }
@@ -68,17 +72,25 @@ public final class SandboxServer: Service {
         } catch {
             throw SandboxStartError(description: "could not generate the id_token RSA key: \(error)")
         }
+        if configuration.tls != nil && !HTTPServer.supportsTLS {
+            throw SandboxStartError(description: "HTTPS needs libmicrohttpd built with TLS support (GnuTLS); this one has none")
+        }
+        let tls = try configuration.tls?.prepare()
         let plan = FaultPlan(latency: configuration.latency, rates: configuration.faults, seed: configuration.seed)
-        let apple = AppleEndpoints(model: model, signer: signer, refreshIDToken: configuration.refreshIDToken)
+        let apple = AppleEndpoints(model: model, signer: signer, refreshIDToken: configuration.refreshIDToken,
+                                   idTokenReuseSeconds: configuration.idTokenReuseSeconds)
         let handler = SandboxHandler(model: model, apple: apple, plan: plan,
                                      throttle: RateThrottle(defaultLimit: configuration.rateLimit))
-        let http = HTTPServer(configuration: httpConfiguration(address: address), handler: .inline(handler.respond))
+        var settings = httpConfiguration(address: address)
+        settings.tls = tls?.credentials
+        let http = HTTPServer(configuration: settings, handler: .inline(handler.respond))
         let port: UInt16
         do {
             port = try http.start()
         } catch {
             throw SandboxStartError(description: "could not listen on \(configuration.host):\(configuration.port)")
         }
+        writtenCAFile.withLock { $0 = tls?.caFile }
         running.withLock { $0 = (http, handler) }
         return port
     }
@@ -122,11 +134,18 @@ public final class SandboxServer: Service {
     /// The bound port, or 0 when not running.
     public var port: UInt16 { running.withLock { $0?.http.port ?? 0 } }
 
-    /// `http://HOST:PORT` (no trailing slash).
-    public var baseURL: String { "http://\(configuration.host):\(port)" }
+    /// `http://HOST:PORT`, or `https://HOST:PORT` with `configuration.tls` (no trailing slash).
+    public var baseURL: String { "\(configuration.tls == nil ? "http" : "https")://\(configuration.host):\(port)" }
+
+    /// With `configuration.tls`, once started: the CA certificate file (PEM) a client trusts to
+    /// reach this sandbox (`SIWA_CA_FILE`); nil for plain HTTP.
+    public var caFile: String? { writtenCAFile.withLock { $0 } }
 
     /// The fault/latency controls of the running server, for in-process tests.
     var faultPlan: FaultPlan? { running.withLock { $0?.handler.plan } }
+
+    /// Users whose refresh id_token the running server keeps for reuse (`IDTokenCache`).
+    var idTokenCacheCount: Int { running.withLock { $0?.handler.apple.idTokens.count ?? 0 } }
 
     /// The signing keys of the running server (rotation, notification signing).
     var signingKeys: SigningKeySet? { running.withLock { $0?.handler.apple.keySet } }

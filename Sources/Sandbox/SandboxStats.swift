@@ -22,6 +22,8 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
     public var accessTokensMinted = 0
     /// id_tokens signed.
     public var idTokensSigned = 0
+    /// Refresh answers that handed out a user's id_token signed earlier (`IDTokenCache`).
+    public var idTokensReused = 0
     /// `transfer_sub` values handed to sending teams by `/auth/usermigrationinfo`.
     public var transferSubsIssued = 0
     /// `transfer_sub` values exchanged by recipient teams for their `sub`.
@@ -40,6 +42,7 @@ public struct SandboxStats: Sendable, Equatable, Encodable {
         case bearerTokensMinted = "bearer_tokens_minted"
         case accessTokensMinted = "access_tokens_minted"
         case idTokensSigned = "id_tokens_signed"
+        case idTokensReused = "id_tokens_reused"
         case transferSubsIssued = "transfer_subs_issued"
         case transferSubsExchanged = "transfer_subs_exchanged"
         case authorizationsIssued = "authorizations_issued"
@@ -60,6 +63,7 @@ struct RequestTally {
     var bearerMinted = false
     var accessMinted = false
     var idTokenSigned = false
+    var idTokenReused = false
     var transferSubIssued = false
     var transferSubExchanged = false
     var codeExchanged = false
@@ -80,6 +84,7 @@ extension SandboxStats {
         if t.bearerMinted { bearerTokensMinted += 1 }
         if t.accessMinted { accessTokensMinted += 1 }
         if t.idTokenSigned { idTokensSigned += 1 }
+        if t.idTokenReused { idTokensReused += 1 }
         if t.transferSubIssued { transferSubsIssued += 1 }
         if t.transferSubExchanged { transferSubsExchanged += 1 }
         if t.codeExchanged { codesExchanged += 1 }

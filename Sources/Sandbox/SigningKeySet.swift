@@ -1,6 +1,7 @@
 import Foundation
 import SIWACrypto
 import Synchronization
+import SIWACore
 
 /// The sandbox's RS256 signing keys and the JWKS it publishes at `/auth/keys` (apple-api.md §6).
 ///
@@ -77,11 +78,16 @@ final class SigningKeySet: Sendable {
     /// A compact RS256 JWS over `claimsJSON` (a JSON object text) with header
     /// `{"kid":<current>,"alg":"RS256"}`.
     func sign(claimsJSON: String) throws -> String {
+        try signed(claimsJSON: claimsJSON).token
+    }
+
+    /// `sign(claimsJSON:)`, and the `kid` of the key that signed.
+    func signed(claimsJSON: String) throws -> (token: String, kid: String) {
         let signer = state.withLock { $0.current }
         let header = Base64URL.encode(Array("{\"kid\":\(JSONText.quote(signer.keyID)),\"alg\":\"RS256\"}".utf8))
         let input = header + "." + Base64URL.encode(Array(claimsJSON.utf8))
         let signature = try signer.signRS256(Array(input.utf8))
-        return input + "." + Base64URL.encode(signature)
+        return (input + "." + Base64URL.encode(signature), signer.keyID)
     }
 
     private static func document(_ keys: [any RS256Signing]) -> String {

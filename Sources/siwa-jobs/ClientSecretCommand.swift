@@ -25,7 +25,7 @@ enum ClientSecretCommand: Command {
             clientID: arguments[CommonOptions.clientID], keyFile: arguments[CommonOptions.keyFile]))
         let minted = try ClientSecret.mint(credentials: credentials, now: context.clock.now, lifetime: arguments[lifetime])
         say(minted.token)
-        FileHandle.standardError.write(Data(("client secret for \(credentials.clientID) (team \(credentials.teamID), "
+        try? FileHandle.standardError.write(contentsOf: Data(("client secret for \(credentials.clientID) (team \(credentials.teamID), "
             + "kid \(credentials.keyID)) expires \(minted.expiresAt)\n").utf8))
         return .success
     }

@@ -1,3 +1,4 @@
+import AppleID
 import Commands
 
 /// The environment variables commands read, for their help (what each means is resolved in
@@ -9,6 +10,12 @@ enum EnvironmentDocs {
     static let appleBaseURL = EnvironmentVariable(
         "SIWA_APPLE_BASE_URL", "Apple's base URL (default https://appleid.apple.com; plain http only to a loopback address, "
             + "127.0.0.0/8 or [::1]: the sandbox)")
+    static let caFile = EnvironmentVariable(
+        "SIWA_CA_FILE", "PEM file of CA certificates trusted for HTTPS in addition to the system store (a private CA, the "
+            + "sandbox's: sandbox --tls prints its path); verification cannot be turned off")
+    static let httpVersion = EnvironmentVariable(
+        "SIWA_HTTP_VERSION", "HTTP version toward Apple: 1.1 (keep-alive) or 2 (multiplexed over TLS); default "
+            + "\(HTTPVersion.default.rawValue)")
     static let keyPermissions = EnvironmentVariable(
         "SIWA_ALLOW_INSECURE_KEY_PERMISSIONS", "1: load key files that group or others may access (default: refused)")
     static let singleTeam = [
@@ -42,6 +49,6 @@ enum EnvironmentDocs {
     static let user = EnvironmentVariable("USER", "recorded as created_by unless --created-by is given")
 
     /// Everything the worker reads.
-    static let worker = [database, appleBaseURL] + singleTeam + [teamsFile, rateLimit] + tokenKey + [keyPermissions]
+    static let worker = [database, appleBaseURL, caFile, httpVersion] + singleTeam + [teamsFile, rateLimit] + tokenKey + [keyPermissions]
         + notifications + logging
 }

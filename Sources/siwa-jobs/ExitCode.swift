@@ -18,7 +18,7 @@ import SIWAJobs
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
 /// | 75 | temporary failure: database unreachable, busy or read-only, Apple down, work left for the next run |
-/// | 78 | configuration error, including a job paused for one, database settings, a privilege, the schema |
+/// | 78 | configuration error, including a job paused for one (e.g. `invalid_client`, a refused TLS certificate), database settings, a privilege, the schema, an unusable `SIWA_CA_FILE` |
 struct ExitCode: Equatable, Sendable {
     let rawValue: Int32
 

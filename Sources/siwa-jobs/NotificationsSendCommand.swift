@@ -19,7 +19,7 @@ enum NotificationsSendCommand: Command {
     static let spec = CommandSpec(
         "send", abstract: "sandbox: sign a mix of notifications and POST them to a receiver",
         discussion: "Exit 1 when any POST was not answered 2xx.",
-        options: [to, sandbox, clientID, sub, subsFile, count, concurrency])
+        options: [to, sandbox, clientID, sub, subsFile, count, concurrency], environment: [EnvironmentDocs.caFile])
 
     static var usesDatabase: Bool { false }
 
@@ -36,12 +36,12 @@ enum NotificationsSendCommand: Command {
         guard !subs.isEmpty else { throw arguments.usageError("notifications send: give --sub S or --subs-file F") }
         let total = arguments[count] ?? subs.count
         let specs = (0..<total).map { NotificationMix.spec(index: $0, sub: subs[$0 % subs.count], clientID: audience) }
-        let admin = SandboxAdminClient(baseURL: sandboxURL)
+        let admin = SandboxAdminClient(baseURL: sandboxURL, transport: try context.configuration.httpTransport(maxConnectionsPerHost: 4))
         var payloads: [String] = []
         for start in stride(from: 0, to: specs.count, by: 1000) {
             payloads += try await admin.signNotifications(Array(specs[start..<min(start + 1000, specs.count)]))
         }
-        let statuses = await NotificationSender(url: receiverURL).send(payloads, concurrency: arguments[concurrency])
+        let statuses = await NotificationSender(url: receiverURL, transport: try context.configuration.httpTransport(maxConnectionsPerHost: 16)).send(payloads, concurrency: arguments[concurrency])
         let summary = statuses.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         say("sent \(payloads.count) notifications: \(summary)")
         guard statuses.keys.allSatisfy({ (200..<300).contains($0) }) else { throw CommandFailure(lines: [], kind: .failed) }

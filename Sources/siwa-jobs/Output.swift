@@ -1,16 +1,20 @@
 import Foundation
 
+// Every write tolerates a closed pipe (`enqueue ... | head -1`, a log collector gone): SIGPIPE is
+// ignored (`SIWAJobsCommand.main`) and the write's EPIPE is dropped, so the command carries on and
+// its exit code still says what happened.
+
 /// Writes a line to stdout and flushes, so pipes and tests see it at once.
 func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
 }
 
 /// Writes `siwa-jobs: <message>` to stderr.
 func complain(_ message: String) {
-    FileHandle.standardError.write(Data("siwa-jobs: \(message)\n".utf8))
+    try? FileHandle.standardError.write(contentsOf: Data("siwa-jobs: \(message)\n".utf8))
 }
 
 /// Writes text to stdout as is (no newline), e.g. a progress line redrawn with `\r`.
 func sayRaw(_ text: String) {
-    FileHandle.standardOutput.write(Data(text.utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
 }

@@ -20,7 +20,7 @@ struct SIWAJobsCommand {
     static func run(_ words: [String], configuration: SIWAConfiguration, clock: any WallClock = SystemClock()) async -> ExitCode {
         let help = HelpFormatter(programName: "siwa-jobs")
         guard !words.isEmpty else {
-            FileHandle.standardError.write(Data((help.help(for: [CommandTree.root]) + "\n").utf8))
+            try? FileHandle.standardError.write(contentsOf: Data((help.help(for: [CommandTree.root]) + "\n").utf8))
             return .usage
         }
         do {

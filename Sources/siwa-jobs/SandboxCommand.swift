@@ -3,8 +3,9 @@ import Lifecycle
 import Sandbox
 
 /// `siwa-jobs sandbox`: the local stand-in for appleid.apple.com, on a `ServiceGroup`. Prints
-/// exactly one line to stdout (`sandbox listening on http://127.0.0.1:PORT`) and serves until
-/// SIGTERM or SIGINT.
+/// one line to stdout (`sandbox listening on http://127.0.0.1:PORT`), with `--tls` two
+/// (`sandbox CA file: PATH` first, then `sandbox listening on https://127.0.0.1:PORT`), and
+/// serves until SIGTERM or SIGINT.
 enum SandboxCommand: Command {
     private static let defaults = SandboxConfiguration()
 
@@ -45,6 +46,13 @@ enum SandboxCommand: Command {
     static let refreshIDToken = Declare.value("refresh-id-token", "on|off", .onOff, default: defaults.refreshIDToken,
                                               help: "include an id_token when validating refresh tokens (off is much cheaper: "
                                                 + "RS256 signing dominates the sandbox's CPU)")
+    static let tls = Declare.switch("tls", help: "serve HTTPS with a throwaway CA made at start; its certificate is written "
+                                        + "to a file whose path is printed (trust it with SIWA_CA_FILE)")
+    static let tlsDir = Declare.option("tls-dir", "DIR", .string, help: "with --tls: write the CA certificate to DIR/ca.pem",
+                                       defaultText: "a fresh temporary directory")
+    static let tlsServerName = Declare.option("tls-server-name", "NAME", .string,
+                                              help: "with --tls (tests): a certificate for NAME only, not 127.0.0.1/localhost")
+    static let tlsExpired = Declare.switch("tls-expired", help: "with --tls (tests): a certificate whose notAfter is in the past")
 
     static let spec = CommandSpec(
         "sandbox", abstract: "run the local stand-in for appleid.apple.com",
@@ -52,7 +60,7 @@ enum SandboxCommand: Command {
             + "fault per request, and the fault probabilities must sum to at most 1.",
         options: [host, port, latencyMs, latencyJitterMs, latency, fault5xx, fault429, retryAfter, faultReset, faultStall,
                   stallSeconds, faultHTML, faultTruncated, rateLimit, rateBurst, rateRetryAfter, threads, seed, rsaBits,
-                  refreshIDToken])
+                  refreshIDToken, tls, tlsDir, tlsServerName, tlsExpired])
 
     static var usesDatabase: Bool { false }
     static var checksLogging: Bool { false }
@@ -60,6 +68,7 @@ enum SandboxCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let server = SandboxServer(configuration: try configuration(arguments), model: SandboxModel(clock: context.clock))
         do { try server.start() } catch { throw ServiceUnavailable(what: "sandbox", error: error) }
+        if let caFile = server.caFile { say("sandbox CA file: \(caFile)") }
         say("sandbox listening on \(server.baseURL)")
         _ = try await ServiceGroup(services: [server], configuration: .init(clock: context.clock)).run()
         return .success
@@ -99,10 +108,23 @@ enum SandboxCommand: Command {
         } else if let spec = arguments[latency] {
             config.latency = spec
         }
+        config.tls = try tlsSettings(arguments)
         if config.faults.total > 1.000_000_1 {
             throw arguments.usageError("--fault-*: fault probabilities must sum to at most 1 (got \(config.faults.total))")
         }
         return config
+    }
+
+    /// `--tls` and its test-only shapes.
+    /// - Throws: `UsageError` for a `--tls-*` option without `--tls`.
+    private static func tlsSettings(_ arguments: ParsedArguments) throws -> SandboxTLS? {
+        guard arguments[tls] else {
+            if arguments[tlsDir] != nil { throw arguments.usageError("--tls-dir: requires --tls") }
+            if arguments[tlsServerName] != nil { throw arguments.usageError("--tls-server-name: requires --tls") }
+            if arguments[tlsExpired] { throw arguments.usageError("--tls-expired: requires --tls") }
+            return nil
+        }
+        return SandboxTLS(directory: arguments[tlsDir], serverName: arguments[tlsServerName], expired: arguments[tlsExpired])
     }
 
     private static func probability(_ name: String, _ help: String) -> Option<Double> {

@@ -16,7 +16,7 @@ enum SeedCommand: Command {
         "seed", abstract: "create demo accounts and register them with the sandbox",
         options: [accounts, revokedFraction, sandbox, prefix, CommonOptions.teamID, CommonOptions.clientID, CommonOptions.keyID,
                   CommonOptions.keyFile],
-        environment: [EnvironmentDocs.database, EnvironmentDocs.appleBaseURL] + EnvironmentDocs.singleTeam
+        environment: [EnvironmentDocs.database, EnvironmentDocs.appleBaseURL, EnvironmentDocs.caFile] + EnvironmentDocs.singleTeam
             + EnvironmentDocs.tokenKey + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
@@ -29,9 +29,10 @@ enum SeedCommand: Command {
         guard let url = arguments[sandbox] ?? settings.value("SIWA_APPLE_BASE_URL") else {
             throw arguments.usageError("seed: --sandbox URL (or SIWA_APPLE_BASE_URL) is required")
         }
+        let admin = SandboxAdminClient(baseURL: url, transport: try settings.httpTransport(maxConnectionsPerHost: 4))
         let pool = PostgresPool(configuration: settings.postgres, size: 1)
         let seeded = await Result(catching: {
-            try await DemoSeeding(pool: pool, keyring: keyring, admin: SandboxAdminClient(baseURL: url)).run(
+            try await DemoSeeding(pool: pool, keyring: keyring, admin: admin).run(
                 accounts: count, revokedFraction: arguments[revokedFraction], credentials: credentials, prefix: arguments[prefix])
         })
         await pool.close()

@@ -17,7 +17,8 @@ enum StatusCommand: Command {
         "status", abstract: "progress of the active and recent jobs (or one job)",
         discussion: "Without --job: running and paused jobs, and those finished in the last 24 hours.",
         options: [CommonOptions.job, sandbox, CommonOptions.teamID, CommonOptions.clientID, watch],
-        environment: [EnvironmentDocs.database, EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2]] + EnvironmentDocs.logging)
+        environment: [EnvironmentDocs.database, EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2], EnvironmentDocs.caFile]
+            + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let jobID = arguments[CommonOptions.job].map(Int64.init)
@@ -49,7 +50,8 @@ enum StatusCommand: Command {
         guard let url = arguments[sandbox] else { return .success }
         let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
         let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
-        let truth = try await SandboxAdminClient(baseURL: url).truth(teamID: team, clientID: client)
+        let admin = SandboxAdminClient(baseURL: url, transport: try context.configuration.httpTransport(maxConnectionsPerHost: 4))
+        let truth = try await admin.truth(teamID: team, clientID: client)
         let matches = last.matches(truth: truth)
         say("sandbox truth: valid=\(truth.valid) revoked=\(truth.revoked); job: valid=\(last.valid) invalid=\(last.invalid) "
             + "terminal=\(last.terminal)/\(last.items) -> \(matches ? "MATCH" : "MISMATCH")")

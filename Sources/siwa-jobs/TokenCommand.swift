@@ -25,7 +25,7 @@ enum TokenVerifyCommand: Command {
         discussion: "When nothing could be verified: 64 usage (also a plain http --jwks URL to a host that is not loopback), "
             + "65 the --jwks file is not a usable JWKS, 66 it cannot be read, 69 the --jwks URL could not be fetched or "
             + "served no usable JWKS.",
-        arguments: [token], options: [tokenFile, jwks, clientIDs, at, nonce])
+        arguments: [token], options: [tokenFile, jwks, clientIDs, at, nonce], environment: [EnvironmentDocs.caFile])
 
     static var usesDatabase: Bool { false }
 
@@ -36,7 +36,7 @@ enum TokenVerifyCommand: Command {
         let text = try readToken(arguments)
         let provider: any JWKSProvider
         switch location {
-        case .url(let url): provider = JWKSProviders.url(url, transport: CurlTransport(maxConnectionsPerHost: 1))  // this process's one transport
+        case .url(let url): provider = JWKSProviders.url(url, transport: try context.configuration.httpTransport(maxConnectionsPerHost: 1))  // this process's one transport
         case .file(let path): provider = FileJWKSProvider(path: path)
         }
         let outcome = try await TokenVerification.run(token: text, jwks: provider, clientIDs: arguments[clientIDs],

@@ -31,10 +31,11 @@ struct WorkerWiring {
         if let warning = configuration.appleBaseURLWarning {
             logger.warning("Apple base URL is not Apple's", ["warning": warning])
         }
+        let httpVersion = try configuration.appleHTTPVersion()
         let pool = PostgresPool(configuration: configuration.postgres, size: poolSize)
         do {
             try await SchemaPreflight.check(pool: pool, clock: clock)
-            let transport = CurlTransport()
+            let transport = try configuration.httpTransport(httpVersion: httpVersion)   // SIWA_CA_FILE besides the system store
             let appleCalls = AppleCallMetrics()
             let budgets = RateBudgets(ceilings: try configuration.appleRateCeilings(), store: PostgresRateBudgetStore(pool: pool),
                                       clock: clock, logger: logger)

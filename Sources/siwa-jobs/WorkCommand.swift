@@ -1,3 +1,4 @@
+import AppleID
 import Clocks
 import Commands
 import Foundation
@@ -41,6 +42,13 @@ enum WorkCommand: Command {
     static let drain = Declare.switch("drain", help: "exit when nothing is due (cron) instead of waiting for new jobs")
     static let progress = Declare.switch("progress", help: "each job's percentage, rate and ETA on stdout (JSON lines when not a terminal)")
     static let stats = Declare.switch("stats", help: "print CPU seconds and peak RSS at exit")
+    static let caFile = Declare.option("ca-file", "FILE", .string,
+                                       help: "PEM CA certificates trusted for HTTPS besides the system store",
+                                       environment: ["SIWA_CA_FILE"])
+    static let httpVersion = Declare.option("http-version", "V", .choice(HTTPVersion.allCases.map(\.rawValue)),
+                                            help: "HTTP version toward Apple: 1.1 keep-alive or 2 multiplexed over TLS",
+                                            environment: [SIWAConfiguration.httpVersionVariable],
+                                            defaultText: HTTPVersion.default.rawValue)
     static let allowInsecureKeys = Declare.switch(
         "allow-insecure-key-permissions", help: "load key files that group or others may access (default: refuse them; "
             + "also SIWA_ALLOW_INSECURE_KEY_PERMISSIONS=1)")
@@ -51,13 +59,16 @@ enum WorkCommand: Command {
             + "unavailable, retries left beyond the drain horizon, or a drain stopped by a signal with work left; 78 a job "
             + "is paused for a configuration error, or work is due whose kind this worker has no credentials for.",
         options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, retryBudget,
-                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats, allowInsecureKeys] + Registration.options
+                  maxUnflushed, kinds, workerID, poolSize, drain, progress, stats, caFile, httpVersion, allowInsecureKeys]
+                  + Registration.options
             + Operability.serverOptions + [Operability.metricsFile],
         environment: EnvironmentDocs.worker + Registration.environment + Registration.listenEnvironment + Operability.environment)
 
     static func run(_ arguments: ParsedArguments, _ given: CommandContext) async throws -> ExitCode {
-        let context = !arguments[allowInsecureKeys] ? given
-            : CommandContext(configuration: given.configuration.allowingInsecureKeyPermissions(), clock: given.clock)
+        var settings = arguments[allowInsecureKeys] ? given.configuration.allowingInsecureKeyPermissions() : given.configuration
+        if let file = arguments[caFile] { settings = settings.setting(SIWAConfiguration.caFileVariable, to: file) }
+        if let version = arguments[httpVersion] { settings = settings.setting(SIWAConfiguration.httpVersionVariable, to: version) }
+        let context = CommandContext(configuration: settings, clock: given.clock)
         var configuration = try workerConfiguration(arguments)
         let heartbeat = try Registration.heartbeatSettings(arguments, context)
         let listen = try context.configuration.listenSettings()
@@ -124,6 +135,7 @@ enum WorkCommand: Command {
         logger.info("worker stopped", report.logFields.merging([
             "worker.id": configuration.workerID, "exit_code": "\(ExitCode.of(report).rawValue)"]) { $1 })
         printSummary(report, elapsed: elapsed, stats: arguments[stats], database: context.configuration.postgres.redactedDescription)
+        if arguments[stats] { say("worker http: version=\(wiring.transport.policy.httpVersion) \(wiring.transport.statistics)") }
         return .of(report)
     }
 

@@ -53,6 +53,13 @@ import Testing
         #expect(throws: UsageError.self) { try configuration(["--rate-limit", "-5"]) }
     }
 
+    @Test func tlsFlags() throws {
+        #expect(try configuration([]).tls == nil, "plain HTTP unless asked")
+        #expect(try configuration(["--tls"]).tls == SandboxTLS())
+        #expect(try configuration(["--tls", "--tls-dir", "/tmp/x", "--tls-server-name", "other.example", "--tls-expired"]).tls
+            == SandboxTLS(directory: "/tmp/x", serverName: "other.example", expired: true))
+    }
+
     @Test(arguments: [
         (["--latency-ms", "50"], LatencyDistribution.fixed(50)),
         (["--latency-ms", "0"], .none),
@@ -80,6 +87,9 @@ import Testing
         (["--latency-jitter-ms", "5"], "--latency-jitter-ms: requires --latency-ms"),
         (["--latency-ms", "5", "--latency", "none"], "--latency: cannot be combined with --latency-ms"),
         (["--fault-429", "0.6", "--fault-5xx", "0.6"], "--fault-*: fault probabilities must sum to at most 1 (got 1.2)"),
+        (["--tls-dir", "/tmp/x"], "--tls-dir: requires --tls"),
+        (["--tls-server-name", "x.example"], "--tls-server-name: requires --tls"),
+        (["--tls-expired"], "--tls-expired: requires --tls"),
     ])
     func badFlagsNameTheFlagAndValue(_ args: [String], _ message: String) {
         #expect(throws: UsageError(message, commandPath: ["sandbox"])) { _ = try configuration(args) }

@@ -12,7 +12,7 @@ import Testing
     @Test func aNonJSON400IsRetriedOnceThenFailsEachKind() async throws {
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 1, revokedFraction: 0)
-        let admin = SandboxAdminClient(baseURL: world.sandbox.baseURL)
+        let admin = world.admin
         let job = try await world.enqueue()
         try await admin.scriptFault("html_400", count: 5)
         let run = try await BinaryProcess.run(["work", "--drain"], environment: world.environment)
@@ -48,7 +48,7 @@ import Testing
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 2, revokedFraction: 0)
         let job = try await world.enqueue()
-        try await SandboxAdminClient(baseURL: world.sandbox.baseURL).scriptFault("no_access_token", count: 1)
+        try await world.admin.scriptFault("no_access_token", count: 1)
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "1"], environment: world.environment)
         #expect(run.status == 0, "\(run.stderr.suffix(1500))")
         let rows = try await world.database.pool.withConnection { conn in

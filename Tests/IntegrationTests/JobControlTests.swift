@@ -17,7 +17,7 @@ import Testing
         let enqueue = try await BinaryProcess.run(["enqueue", "refresh-validation", "--max-attempts", "1"], environment: world.environment)
         #expect(enqueue.status == 0, "\(enqueue.stderr)")
         let job: Int64 = try await world.database.scalar("SELECT max(id) FROM siwa.jobs")
-        try await SandboxAdminClient(baseURL: world.sandbox.baseURL).scriptFault("html", count: 5)
+        try await world.admin.scriptFault("html", count: 5)
         let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "1", "--retry-budget-seconds", "0"],
                                               environment: world.environment)
         #expect(run.status == 1, "item failures (the discarded) exit 1: \(run.stdout) \(run.stderr.suffix(800))")

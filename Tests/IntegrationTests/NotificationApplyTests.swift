@@ -104,7 +104,7 @@ import Testing
 
     @Test func aJWKSOutageDelaysProcessingButLosesNothing() async throws {
         let world = try await NotificationWorld.create(accounts: 1)
-        try await SandboxAdminClient(baseURL: world.sandbox.baseURL).scriptFault("503", count: 1)
+        try await world.admin.scriptFault("503", count: 1)
         let payload = try world.sign([NotificationSpec(type: "account-delete", sub: world.subs[0], clientID: SIWAWorld.clientID)])
         #expect(await world.post(payload) == [200: 1])
         try await world.waitFor("SELECT count(*)::int FROM siwa.job_items", atLeast: 1)

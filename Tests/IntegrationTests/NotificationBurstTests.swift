@@ -52,7 +52,7 @@ import Testing
 
         // The second half is signed with a new key; the worker's refetch for it stalls, so its
         // claimed items sit leased when the worker is killed.
-        _ = try await SandboxAdminClient(baseURL: world.sandbox.baseURL)
+        _ = try await world.admin
             .post("/__sandbox/faults", ["next": 1, "kind": "stall", "stall_seconds": 60])
         try world.sandbox.rotateKeys()
         #expect(await world.post(try world.sign(Self.specs(500..<1000, subs: world.subs)), concurrency: 16) == [200: 500])

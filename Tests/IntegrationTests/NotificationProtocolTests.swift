@@ -62,7 +62,7 @@ import Testing
     /// rejected, and applied once the key is published (here after the first attempt).
     @Test func aKidPublishedAfterTheFirstAttemptIsApplied() async throws {
         let world = try await NotificationWorld.create(accounts: 1)
-        let admin = SandboxAdminClient(baseURL: world.sandbox.baseURL)
+        let admin = world.admin
         let rotated = try await admin.post("/__sandbox/keys/rotate", ["publish": false])
         let kid = try #require(rotated["kid"] as? String)
         #expect((rotated["published"] as? [String])?.contains(kid) == false, "signs, not yet published")

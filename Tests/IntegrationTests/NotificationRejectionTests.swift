@@ -13,7 +13,7 @@ import Testing
 
     /// The signing key the sandbox publishes at `/auth/keys`.
     static func publishedKey(_ world: NotificationWorld) async throws -> RSAPublicKey {
-        let body = try await SandboxAdminClient(baseURL: world.sandbox.baseURL).get("/auth/keys")
+        let body = try await world.admin.get("/auth/keys")
         guard let key = (body["keys"] as? [[String: Any]])?.first, let n = (key["n"] as? String).flatMap(Base64URL.decode),
               let e = (key["e"] as? String).flatMap(Base64URL.decode) else { throw TestFailure("no key in /auth/keys") }
         return try RSAPublicKey(n: n, e: e)

@@ -27,7 +27,7 @@ import TestSupport
     /// has passed: A's other items wait on its local pause, B reads the team's pause at its first
     /// grant. Both then share the job, every item once, and the counts match the sandbox's truth.
     @Test func oneWorkersRetryAfterPausesTheOtherWorkerProcess() async throws {
-        var world = try await SIWAWorld.create(latency: .fixed(20))
+        var world = try await SIWAWorld.create(latency: .fixed(20), tls: nil)   // admin() speaks raw HTTP
         try await world.seed(accounts: 120, revokedFraction: 0.1)
         let job = try await world.enqueue()
         var env = world.environment
@@ -82,7 +82,7 @@ import TestSupport
     /// A SIGTERM'd worker whose items wait on a long pause releases them at once (uncharged)
     /// instead of sitting out the grace period in a rate wait.
     @Test func aGracefulStopEndsRateWaitsAndReleasesTheItems() async throws {
-        var world = try await SIWAWorld.create()
+        var world = try await SIWAWorld.create(tls: nil)   // admin() speaks raw HTTP
         try await world.seed(accounts: 30, revokedFraction: 0)
         let job = try await world.enqueue()
         var env = world.environment

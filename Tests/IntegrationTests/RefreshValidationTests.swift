@@ -144,7 +144,7 @@ import Testing
         var world = try await SIWAWorld.create()
         try await world.seed(accounts: 200, revokedFraction: 0.05)
         let job = try await world.enqueue()
-        let admin = SandboxAdminClient(baseURL: world.sandbox.baseURL)
+        let admin = world.admin
         try await admin.scriptFault("429", count: 20, retryAfter: 2)
         try await admin.scriptFault("html", count: 10)
         try await admin.scriptFault("truncated", count: 10)

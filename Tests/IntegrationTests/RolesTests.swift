@@ -82,6 +82,20 @@ import Testing
         let status = try await BinaryProcess.run(["status", "--job", "\(jobID)"], environment: env(worker))
         #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
 
+        // A sign-in exchanged under the worker login: a new account takes its id from the sequence.
+        let device = try JSONSerialization.data(withJSONObject: ["team_id": SIWAWorld.teamID, "client_id": SIWAWorld.clientID, "nonce": "r1"])
+        let user = try await SignInWorld.authorize(base: world.sandbox.baseURL, body: device, nonce: "r1",
+                                                   transport: CurlTransport(maxConnectionsPerHost: 1, caBundlePath: world.sandbox.caFile))
+        let signIn: Int64 = try await db.scalar("""
+            SELECT siwa.submit_sign_in(\(SIWAWorld.teamID), \(SIWAWorld.clientID), \(user.token), \(user.code), p_nonce => 'r1')
+            """)
+        let exchange = try await BinaryProcess.run(["work", "--drain"], environment: env(worker))
+        #expect(exchange.status == 0, "\(exchange.stderr.suffix(2000))")
+        let signInOutcome: String = try await db.scalar("""
+            SELECT concat_ws(' ', coalesce(outcome, 'none'), reason, detail) FROM siwa.sign_ins WHERE id = \(signIn)
+            """)
+        #expect(signInOutcome == "created", "\(exchange.stderr.suffix(2000))")
+
         // The receiver: a POST stored and planned under the receiver login.
         let (receiver, url) = try await Self.startReceiver(env(receiverRole))
         let sub = try #require(world.seeded?.tokens.first?.sub)

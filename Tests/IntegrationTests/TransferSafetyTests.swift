@@ -50,7 +50,7 @@ import Testing
         let job = try #require(W.jobID(run.stdout))
         #expect(run.stdout.contains("with 10 canary items"))
         // The token mint goes through; every migration call after it is refused as invalid_client.
-        let admin = SandboxAdminClient(baseURL: world.sandbox.baseURL)
+        let admin = world.admin
         try await admin.scriptFault("pass", count: 1)
         try await admin.scriptFault("invalid_client", count: 100_000)
         let work = try await world.run(["work", "--drain", "--concurrency", "128"])

@@ -14,6 +14,8 @@ final class InterceptingStore: JobStore {
     private let claimFault: Mutex<@Sendable () -> DatabaseError?>
     /// Completion statements attempted (including failed ones).
     let completeCalls = Atomic<Int>(0)
+    /// Holds one claim until released (a claim that takes long), when armed.
+    let hold = ClaimHold()
 
     init(inner: MemoryJobStore, complete: @escaping @Sendable ([Completion]) -> DatabaseError? = { _ in nil },
          claim: @escaping @Sendable () -> DatabaseError? = { nil }) {
@@ -27,6 +29,7 @@ final class InterceptingStore: JobStore {
     }
 
     func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
+        await hold.pass()
         if let error = claimFault.withLock({ $0 })() { throw error }
         return try await inner.claim(owner: owner, kinds: kinds, limit: limit, lease: lease)
     }
@@ -47,6 +50,25 @@ final class InterceptingStore: JobStore {
     func pausedJobs(kinds: [String]) async throws -> [Int64: String] { try await inner.pausedJobs(kinds: kinds) }
     func backlog(kinds: [String]) async throws -> QueueBacklog { try await inner.backlog(kinds: kinds) }
     func openJobs(kinds: [String]) async throws -> [JobRecord] { try await inner.openJobs(kinds: kinds) }
+}
+
+/// Holds the first claim after `arm()` until `release()`; every other claim passes at once.
+final class ClaimHold: Sendable {
+    private let armed = Atomic<Bool>(false)
+    private let holding = Atomic<Bool>(false)
+    private let released = Atomic<Bool>(false)
+
+    func arm() { armed.store(true, ordering: .sequentiallyConsistent) }
+    func release() { released.store(true, ordering: .sequentiallyConsistent) }
+    /// A claim is being held now.
+    var isHolding: Bool { holding.load(ordering: .sequentiallyConsistent) }
+
+    func pass() async {
+        guard armed.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged else { return }
+        holding.store(true, ordering: .sequentiallyConsistent)
+        while !released.load(ordering: .sequentiallyConsistent) && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(2)) }
+        holding.store(false, ordering: .sequentiallyConsistent)
+    }
 }
 
 extension DatabaseError {

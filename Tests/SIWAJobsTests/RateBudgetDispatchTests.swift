@@ -11,12 +11,16 @@ import TestSupport
 @Suite struct RateBudgetDispatchTests {
     @Test func permitsOfAGrantAreSpacedEvenlyOverTheWindow() async throws {
         let clock = ManualClock()
-        let store = ScriptedBudgetStore([.success(.permits(4, rate: 20))])
+        // The first answer is a short wait, so that all four are waiting when the grant is asked for
+        // (the tasks start in any order; the dispatcher asks as soon as one waits).
+        let store = ScriptedBudgetStore([.success(.wait(.milliseconds(10), rate: 20)), .success(.permits(4, rate: 20))])
         let budget = RateBudget.testing(store, clock: clock)
         let admissions = Admissions()
         let tasks = (0..<4).map { _ in admissions.admit(budget) }
+        try await until("four waiting, the dispatcher asleep") { budget.waiting(.token) == 4 && clock.sleeperCount >= 1 }
+        clock.advance(by: .milliseconds(12))                    // past the jittered 10–12 ms wait
         try await until("the first permit") { admissions.admitted == 1 && clock.sleeperCount >= 1 }
-        #expect(store.wants == [4], "asked for the four waiting, within a window's worth at 20/s")
+        #expect(store.wants.count == 2 && store.wants.last == 4, "asked for the four waiting, within a window's worth at 20/s")
         for expected in 2...4 {
             #expect(admissions.admitted == expected - 1, "no permit before its turn")
             clock.advance(by: .milliseconds(50))                // 200 ms / 4 permits

@@ -12,6 +12,12 @@ public struct SandboxAdminClient: Sendable {
         self.transport = transport
     }
 
+    /// A client of a sandbox served over HTTPS with its own CA (`sandbox --tls`): `caFile` (the
+    /// CA certificate PEM it wrote) is trusted besides the system store.
+    public init(baseURL: String, caFile: String?) {
+        self.init(baseURL: baseURL, transport: CurlTransport(maxConnectionsPerHost: 4, caBundlePath: caFile))
+    }
+
     /// Registers a team's public key under `kid` and its client IDs.
     public func registerTeam(teamID: String, keyID: String, publicKeyPEM: String, clientIDs: [String]) async throws {
         _ = try await post("/__sandbox/teams", [

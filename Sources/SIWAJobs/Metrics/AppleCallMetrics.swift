@@ -9,9 +9,10 @@ public final class AppleCallMetrics: Sendable {
     /// `token` (`/auth/token`), `revoke`, `keys`, `usermigrationinfo`, or `other`.
     public static let endpoints = ["token", "revoke", "keys", "usermigrationinfo", "other"]
     /// HTTP statuses counted by value; any other is `other`. Calls without a response count under
-    /// the transport failure: `timeout`, `connection_failed`, `connection_reset`, `cancelled`, `error`.
+    /// the transport failure: `timeout`, `connection_failed`, `connection_reset`, `certificate`
+    /// (the server's TLS certificate refused), `cancelled`, `error`.
     public static let statuses = ["200", "400", "401", "403", "404", "429", "500", "502", "503", "504", "other",
-                                  "timeout", "connection_failed", "connection_reset", "cancelled", "error"]
+                                  "timeout", "connection_failed", "connection_reset", "certificate", "cancelled", "error"]
 
     private static let otherStatus = statuses.firstIndex(of: "other") ?? 0
 
@@ -62,9 +63,12 @@ public final class AppleCallMetrics: Sendable {
     }
 
     static func endpointIndex(_ url: String) -> Int {
-        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        let last = path.split(separator: "/").last.map(String.init) ?? ""
-        return endpoints.firstIndex(of: last) ?? endpoints.count - 1
+        // The path's last segment, read from the end without splitting the URL (every call).
+        let utf8 = url.utf8
+        let end = utf8.firstIndex(of: UInt8(ascii: "?")) ?? utf8.endIndex
+        let start = utf8[..<end].lastIndex(of: UInt8(ascii: "/")).map(utf8.index(after:)) ?? utf8.startIndex
+        let last = utf8[start..<end]
+        return endpoints.firstIndex { $0.utf8.elementsEqual(last) } ?? endpoints.count - 1
     }
 
     static func status(of error: TransportError) -> String {
@@ -72,6 +76,7 @@ public final class AppleCallMetrics: Sendable {
         case .timeout: "timeout"
         case .connectionFailed: "connection_failed"
         case .connectionReset: "connection_reset"
+        case .certificate: "certificate"
         case .cancelled: "cancelled"
         case .other: "error"
         }

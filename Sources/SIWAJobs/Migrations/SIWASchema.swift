@@ -6,7 +6,10 @@ import Queue
 /// dashboard views, roles, transfer tables and triggers, the notification inbox and its fixes,
 /// least-privilege roles, the safety stops of validations and sweeps, the Apple rate budget
 /// (`0013`), the live worker registry (`0015`), the sign-in inbox (`0016`), credential state (`0017`), retention
-/// (`0018`), the dashboard's views (`0019`), the hardening of issue #13 (`0020`), and the queue's later columns and indexes
+/// (`0018`), the dashboard's views (`0019`), the hardening of issue #13 (`0020`), the leased-items index, the
+/// per-job progress view and the queue tables without row-by-row foreign keys of issue #12
+/// (`0021`-`0023`), the worker role's use of the accounts' sequence (`0024`, for the sign-in's one-statement
+/// write), and the queue's later columns and indexes
 /// (`0010_retry_budget.sql`, `0014_priority_claim.sql`: listed here so files apply in name order).
 /// It builds on the queue's tables, so a `Migrator` applies `QueueSchema.migrations` first (see
 /// `QueueSchema` for why `0001_core.sql`, which also creates `siwa.accounts`, is the queue's).
@@ -18,7 +21,8 @@ public enum SIWASchema {
         SQLFile.m0009_roles_least_privilege, SQLFile.m0010_retry_budget, SQLFile.m0011_safety_stops,
         SQLFile.m0013_rate_budget, SQLFile.m0014_priority_claim, SQLFile.m0015_worker_registry,
         SQLFile.m0016_sign_in, SQLFile.m0017_credential_state, SQLFile.m0018_retention, SQLFile.m0019_dashboard_views,
-        SQLFile.m0020_hardening,
+        SQLFile.m0020_hardening, SQLFile.m0021_lease_index,
+        SQLFile.m0022_progress_per_job, SQLFile.m0023_queue_foreign_keys, SQLFile.m0024_account_ids,
     ].map { Migration(name: $0.name, sql: $0.migrationText) })
 
     /// Key of the advisory lock every `siwa-jobs migrate` takes ("SIWAJOB"), unchanged since the

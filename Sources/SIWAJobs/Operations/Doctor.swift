@@ -8,7 +8,7 @@ import SIWACrypto
 /// `SIWA_TEAMS_FILE` when set (every team's key file loads, IDs valid, no duplicates; the
 /// single-team variables are then optional), the key (loads, P-256, mints a secret that
 /// verifies), team ID / key ID / client ID formats, the token encryption key, the Apple base URL,
-/// logging, database reachability, clock skew against the database, pending or changed
+/// `SIWA_CA_FILE` when set, logging, database reachability, clock skew against the database, pending or changed
 /// migrations, whether a stored token opens with the configured keys, and (warnings) key files
 /// that group or others may access and live workers running another version than this binary.
 public struct Doctor: Sendable {
@@ -92,6 +92,12 @@ public struct Doctor: Sendable {
             return url + (url.hasPrefix("http:") ? " (local sandbox)" : "")
         }
         if let warning = settings.appleBaseURLWarning { report.warn("Apple base URL is not Apple's", warning) }
+        if settings.value(SIWAConfiguration.caFileVariable) != nil {
+            report.check("extra CA file (SIWA_CA_FILE)") {
+                "\(try settings.caFile() ?? ""), trusted besides the system store"
+            }
+        }
+        report.check("HTTP version toward Apple (SIWA_HTTP_VERSION)") { "\(try settings.appleHTTPVersion())" }
         report.check("logging (SIWA_LOG_LEVEL, SIWA_LOG_FORMAT)") {
             try settings.validateLogging()
             return "ok"

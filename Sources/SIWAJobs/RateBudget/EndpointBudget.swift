@@ -54,6 +54,9 @@ final class EndpointBudget: Sendable {
         self.state = Mutex(State(rate: ceiling))
     }
 
+    /// How many calls wait for a permit now.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Returns when a permit is this caller's.
     /// - Throws: `AppleIDError` with `transportKind == .cancelled` when the task is cancelled or
     ///   the budget stops while waiting; transient when the store failed

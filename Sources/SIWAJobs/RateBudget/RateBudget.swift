@@ -31,6 +31,11 @@ public final class RateBudget: RequestGate {
         try await endpoints[endpoint]?.admit()
     }
 
+    /// How many calls wait for a permit of the team's `endpoint` budget now.
+    public func waiting(_ endpoint: GatedEndpoint) -> Int {
+        endpoints[endpoint]?.waiting ?? 0
+    }
+
     /// A 429 lowers the team's rate for `endpoint` and pauses all its workers; other answers
     /// change nothing.
     public func observe(_ endpoint: GatedEndpoint, status: Int, retryAfter: Duration?) async {

@@ -48,6 +48,10 @@ public struct RefreshValidationHandler: JobHandler {
 
     public var writes: KindWrites { .appleCalls(effect: Self.effect) }
 
+    /// The two verdicts' effects, encoded once rather than per item.
+    static let validEffect = EffectPayload(Effect(tokenStatus: .valid))
+    static let invalidEffect = EffectPayload(Effect(tokenStatus: .invalid))
+
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.validate)
     }
@@ -68,7 +72,7 @@ public struct RefreshValidationHandler: JobHandler {
                 ResultRecord(Outcome.valid, httpStatus: 200, detail: warning.map { jsonObject(["warning": $0]) } ?? "{}",
                              tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.validated", detail: jsonObject(["token_fingerprint": fingerprint, "warning": warning])),
-                effect: EffectPayload(Effect(tokenStatus: .valid)))
+                effect: Self.validEffect)
         } catch {
             // A non-JSON 4xx is retried once, then permanent (AppleIDError.atAttempt).
             return outcome(for: error.atAttempt(item.attempt), fingerprint: fingerprint, clientID: client.clientID)
@@ -78,6 +82,7 @@ public struct RefreshValidationHandler: JobHandler {
     static func outcome(for error: AppleIDError, fingerprint: String, clientID: String) -> ItemOutcome {
         if error.isCancellation { return .released }   // shutdown: not the item's fault, no attempt charged
         if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
+        if let reason = error.certificatePauseReason(calling: "Apple for client '\(clientID)'") { return .pauseJob(reason: reason) }
         let detail = jsonObject(["reason": error.detail])
         switch error.errorClass {
         case .configuration:
@@ -90,7 +95,7 @@ public struct RefreshValidationHandler: JobHandler {
                              tokenFingerprint: fingerprint),
                 audit: AuditRecord(action: "token.invalidated",
                                    detail: jsonObject(["token_fingerprint": fingerprint, "apple_error": error.appleError])),
-                effect: EffectPayload(Effect(tokenStatus: .invalid)))
+                effect: Self.invalidEffect)
         case .permanent:
             return .failed(
                 ResultRecord(Outcome.failed, httpStatus: error.httpStatus, appleError: error.appleError, detail: detail,

@@ -79,6 +79,9 @@ public struct RevocationSweepHandler: JobHandler {
         } catch {
             if error.isCancellation { return .released }
             if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
+            if let reason = error.certificatePauseReason(calling: "Apple for client '\(client.clientID)' while revoking") {
+                return .pauseJob(reason: reason)
+            }
             let error = error.atAttempt(item.attempt)   // a non-JSON 4xx is retried once, then permanent
             let detail = jsonObject(["reason": error.detail])
             switch error.errorClass {

@@ -96,7 +96,7 @@ public struct Enqueuer: Sendable {
         let spec = spec.json
         for _ in 0..<3 {
             do {
-                return try await pool.withConnection { conn in
+                let job = try await pool.withConnection { conn in
                     try await conn.transaction { tx in
                         if let lock = options.lock { try await PlanLock.take(lock, tx) }
                         let rows = try await tx.query("""
@@ -120,6 +120,8 @@ public struct Enqueuer: Sendable {
                         return EnqueuedJob(jobID: jobID, items: count, priority: options.priority, safetyStop: safety)
                     }
                 }
+                await analyzePartition(of: job)
+                return job
             } catch is NothingPlanned {
                 return nil
             } catch let error as DatabaseError where error.isUniqueViolation {

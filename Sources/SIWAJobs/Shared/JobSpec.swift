@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 /// A job kind's spec: the JSON object stored in `siwa.jobs.spec`, encoded when the job is
 /// enqueued and decoded by the kind's handler. Keys are snake_case and every value is a JSON
@@ -77,8 +78,5 @@ extension KeyedDecodingContainer {
 
 /// JSON object text from string fields, for result details and audit details.
 func jsonObject(_ fields: [String: String?]) -> String {
-    var object: [String: String] = [:]
-    for (k, v) in fields { if let v { object[k] = v } }
-    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
-    return String(decoding: data, as: UTF8.self)
+    JSONText.object(fields)
 }

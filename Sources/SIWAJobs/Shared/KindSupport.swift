@@ -32,10 +32,10 @@ enum StoredTokens {
 
     static func load(_ accountIDs: [Int64], pool: PostgresPool) async throws -> [Int64: Token] {
         let rows = try await pool.withConnection { conn in
-            try await conn.query("""
+            try await conn.query(("""
                 SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
                 FROM siwa.accounts WHERE id = ANY(\(accountIDs))
-                """)
+                """ as SQL).reusingPlan())
         }
         var map: [Int64: Token] = [:]
         for row in rows {

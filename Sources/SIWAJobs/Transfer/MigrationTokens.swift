@@ -127,6 +127,9 @@ enum MigrationCall {
         }
         if error.isCancellation { return .released }
         if error.neverReachedApple { return .unreachable(error: error.description) }   // uncharged (issue #8)
+        if let reason = error.certificatePauseReason(calling: "Apple for team \(teamID), client '\(clientID)'") {
+            return .pauseJob(reason: reason)
+        }
         switch error.errorClass {
         case .transient: return retry(error, discarded)
         case .configuration:

@@ -40,6 +40,7 @@ struct NotificationWorld {
 
     var database: TestDatabase { world.database }
     var sandbox: SandboxServer { world.sandbox }
+    var admin: SandboxAdminClient { world.admin }
     var subs: [String] { world.seeded?.tokens.map(\.sub) ?? [] }
 
     /// Worker environment: refetch limit lowered so tests need not wait a minute.

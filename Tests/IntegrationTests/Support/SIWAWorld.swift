@@ -7,8 +7,9 @@ import SIWAJobs
 import Sandbox
 
 /// Everything an end-to-end test needs: a fresh migrated database, an in-process sandbox on
-/// 127.0.0.1 (real HTTP), a team key written as a `.p8` file, a token encryption key, and seeded
-/// accounts whose refresh tokens the sandbox knows. Workers run as real subprocesses.
+/// 127.0.0.1 (real HTTPS with its own throwaway CA, which workers trust through `SIWA_CA_FILE`;
+/// plain HTTP with `tls: false`), a team key written as a `.p8` file, a token encryption key, and
+/// seeded accounts whose refresh tokens the sandbox knows. Workers run as real subprocesses.
 struct SIWAWorld {
     static let teamID = "TEAMA12345"
     static let keyID = "KEYA123456"
@@ -22,12 +23,18 @@ struct SIWAWorld {
     let privateKey: P256PrivateKey
     var seeded: SeedReport?
 
-    static func create(latency: LatencyDistribution = .none, registerKey: Bool = true) async throws -> SIWAWorld {
+    /// - Parameter tls: how the sandbox serves HTTPS (default: a certificate for 127.0.0.1 and
+    ///   localhost, its CA written to the world's directory); nil for plain HTTP (tests that speak
+    ///   raw HTTP to it).
+    static func create(latency: LatencyDistribution = .none, registerKey: Bool = true,
+                       tls: SandboxTLS? = SandboxTLS()) async throws -> SIWAWorld {
         let database = try await TestDatabase.create()
-        let sandbox = SandboxServer(configuration: SandboxConfiguration(latency: latency))
-        _ = try sandbox.start()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-world-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = SandboxConfiguration(latency: latency)
+        configuration.tls = tls.map { SandboxTLS(directory: directory.path, serverName: $0.serverName, expired: $0.expired) }
+        let sandbox = SandboxServer(configuration: configuration)
+        _ = try sandbox.start()
         let key = try P256PrivateKey.generate()
         let keyFile = directory.appendingPathComponent("AuthKey_\(keyID).p8").path
         try PrivateFile.write(key.pkcs8PEM, to: keyFile)
@@ -63,10 +70,14 @@ struct SIWAWorld {
         env["SIWA_KEY_FILE"] = keyFile
         env["SIWA_TOKEN_KEY"] = tokenKeyHex
         env["SIWA_APPLE_BASE_URL"] = sandbox.baseURL
+        env["SIWA_CA_FILE"] = sandbox.caFile   // the sandbox's throwaway CA, trusted besides the system store
         env["SIWA_SANDBOX_MODE"] = "1"   // the sandbox signs notifications: verify with its keys
         env["SIWA_LOG_FORMAT"] = "json"
         return env
     }
+
+    /// The sandbox's admin API, over HTTPS trusting its CA.
+    var admin: SandboxAdminClient { SandboxAdminClient(baseURL: sandbox.baseURL, caFile: sandbox.caFile) }
 
     /// Plans the validation of the seeded accounts (default safety stop).
     /// - Throws: `TestFailure` when no account was due (no job is created then).

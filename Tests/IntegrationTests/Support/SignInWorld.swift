@@ -40,7 +40,7 @@ struct SignInWorld {
         var body: [String: Any] = ["team_id": SIWAWorld.teamID, "client_id": SIWAWorld.clientID]
         body.merge(fields) { $1 }
         return try await Self.authorize(base: sandbox.baseURL, body: try JSONSerialization.data(withJSONObject: body),
-                                        nonce: fields["nonce"] as? String, transport: CurlTransport(maxConnectionsPerHost: 1))
+                                        nonce: fields["nonce"] as? String, transport: CurlTransport(maxConnectionsPerHost: 1, caBundlePath: sandbox.caFile))
     }
 
     static func authorize(base: String, body: Data, nonce: String?, transport: CurlTransport) async throws -> Authorized {
@@ -55,7 +55,7 @@ struct SignInWorld {
 
     /// `count` new users, each with its own nonce, authorized 8 at a time.
     func authorizeUsers(_ count: Int) async throws -> [Authorized] {
-        let transport = CurlTransport(maxConnectionsPerHost: 8)
+        let transport = CurlTransport(maxConnectionsPerHost: 8, caBundlePath: sandbox.caFile)
         let base = sandbox.baseURL
         @Sendable func one(_ i: Int) async throws -> (Int, Authorized) {
             let nonce = "nonce-\(i)-\(UUID().uuidString)"

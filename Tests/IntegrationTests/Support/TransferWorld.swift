@@ -32,10 +32,12 @@ struct TransferWorld {
 
     static func create(latency: LatencyDistribution = .none, registerTeamB: Bool = true) async throws -> TransferWorld {
         let database = try await TestDatabase.create()
-        let sandbox = SandboxServer(configuration: SandboxConfiguration(latency: latency, threads: 2, refreshIDToken: false))
-        _ = try sandbox.start()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-transfer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = SandboxConfiguration(latency: latency, threads: 2, refreshIDToken: false)
+        configuration.tls = SandboxTLS(directory: directory.path)   // HTTPS, trusted through SIWA_CA_FILE
+        let sandbox = SandboxServer(configuration: configuration)
+        _ = try sandbox.start()
         var entries: [String] = []
         for (team, kid, register) in [(teamA, keyA, true), (teamB, keyB, registerTeamB)] {
             let key = try P256PrivateKey.generate()
@@ -57,12 +59,16 @@ struct TransferWorld {
         for name in ["SIWA_TEAM_ID", "SIWA_KEY_ID", "SIWA_CLIENT_ID", "SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"] { env.removeValue(forKey: name) }
         env["SIWA_TEAMS_FILE"] = teamsFile
         env["SIWA_APPLE_BASE_URL"] = sandbox.baseURL
+        env["SIWA_CA_FILE"] = sandbox.caFile
         env["SIWA_SANDBOX_MODE"] = "1"   // the sandbox signs notifications: verify with its keys
         env["SIWA_LOG_FORMAT"] = "json"
         return env
     }
 
     var today: String { TransferWindow.format(Date()) }
+
+    /// The sandbox's admin API, over HTTPS trusting its CA.
+    var admin: SandboxAdminClient { SandboxAdminClient(baseURL: sandbox.baseURL, caFile: sandbox.caFile) }
 
     /// Creates `count` team A accounts (every `revokedEvery`-th user revoked in the sandbox, 3 in 5
     /// on a relay email) and registers them with the sandbox; records the app transfer A → B

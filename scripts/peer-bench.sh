@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): refresh-token validation end to end, siwa-jobs beside the peers of
+# ../shared/peers (a Python asyncio validator, siwa_peer.py, and a Go one, go-peer), in one run on
+# one PostgreSQL cluster (the peers' pg.sh) against one sandbox, the same seeded accounts, the
+# systems interleaved at each concurrency. Our copy of peers/e2e_side_by_side.sh: it also serves
+# the sandbox over HTTPS (the default; SIWA_PLAIN_HTTP=1 for plain HTTP), keeps the token key
+# private (work refuses group-readable keys) and reads the job id from the first line of enqueue.
+#
+# Usage: scripts/peer-bench.sh [ACCOUNTS (40000)] ["C1 C2 ..." ("64 256 512")]
+# Env: LATENCY_MS (50); REFRESH_ID_TOKEN (off, as the issue's table; on for id_tokens);
+#      PEERS_DIR (../shared/peers from the repository); PEERS_RUN (the peers' run folder);
+#      SIWA_HTTP_VERSION (passed to siwa-jobs); BIN (default: the release build).
+# Prints per system and C: items/s, % of C/L, client CPU ms/item, PostgreSQL CPU ms/item,
+# sandbox CPU ms/item, peak RSS; then the ratios siwa-jobs / peer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ACCOUNTS=${1:-40000}; CS=${2:-"64 256 512"}; LAT=${LATENCY_MS:-50}
+PEERS=${PEERS_DIR:-$(cd .. && pwd)/shared/peers}
+[ -x "$PEERS/pg.sh" ] || { echo "peer-bench: no peers at $PEERS (set PEERS_DIR)" >&2; exit 2; }
+export PEERS_RUN=${PEERS_RUN:-${TMPDIR:-/tmp}/peers-run}; mkdir -p "$PEERS_RUN"
+if [ -z "${BIN:-}" ]; then
+  swift build -c release 2>&1 | grep -E "error|warning:" || true
+  BIN=$(swift build -c release --show-bin-path)/siwa-jobs
+fi
+PY=$PEERS_RUN/venv/bin/python; W=$(mktemp -d "$PEERS_RUN/bench.XXXX")
+"$PEERS/pg.sh" start >/dev/null; [ -x "$PY" ] || "$PEERS/venv.sh" >/dev/null
+GOPEER=$PEERS_RUN/go-peer
+if [ ! -x "$GOPEER" ] && command -v go >/dev/null; then
+  (cd "$PEERS/go-peer" && GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$PEERS_RUN/gocache go build -o "$GOPEER" .) || true
+fi
+SYSTEMS="siwa-jobs python-peer"; [ -x "$GOPEER" ] && SYSTEMS="$SYSTEMS go-peer"
+ADMIN="$(PEERS_DB=postgres "$PEERS/pg.sh" url)"; export DATABASE_URL="$("$PEERS/pg.sh" url)"
+psql "$ADMIN" -qX -c "DROP DATABASE IF EXISTS peers WITH (FORCE)" -c "CREATE DATABASE peers"
+PGDATA_DIR=$PEERS_RUN/pg
+sb=; trap '[ -n "$sb" ] && kill $sb 2>/dev/null; true' EXIT
+"$BIN" migrate >/dev/null
+"$BIN" keygen --out "$W/AuthKey_PEERKEY001.p8" >/dev/null; "$BIN" keygen --token-key --out "$W/token.key" >/dev/null
+export SIWA_TEAM_ID=PEERTEAM01 SIWA_KEY_ID=PEERKEY001 SIWA_CLIENT_ID=com.example.peer SIWA_SANDBOX_MODE=1
+export SIWA_KEY_FILE=$W/AuthKey_PEERKEY001.p8 SIWA_TOKEN_KEY_FILE=$W/token.key SIWA_LOG_LEVEL=warning SIWA_LOG_FORMAT=json
+. scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
+# shellcheck disable=SC2086
+"$BIN" sandbox --port 0 --latency-ms "$LAT" --refresh-id-token "${REFRESH_ID_TOKEN:-off}" $SANDBOX_TLS_FLAGS > "$W/sb.out" 2> "$W/sb.err" & sb=$!
+sandbox_env "$W/sb.out" || { cat "$W/sb.err" >&2; exit 1; }
+ca=${SIWA_CA_FILE:-}
+echo "sandbox: $SIWA_APPLE_BASE_URL${ca:+ (CA $ca)}, latency $LAT ms, refresh id_token ${REFRESH_ID_TOKEN:-off}; $ACCOUNTS accounts"
+"$BIN" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
+cpu() { python3 scripts/cpu-seconds.py "$@"; }
+reset() { psql "$DATABASE_URL" -qXc "UPDATE siwa.accounts SET token_checked_at=NULL, token_status='unknown'" -c "VACUUM ANALYZE" >/dev/null; }
+for c in $CS; do
+  for sys in $SYSTEMS; do
+    reset; p0=$(cpu --postgres "$PGDATA_DIR"); s0=$(cpu --pid $sb)
+    if [ $sys = siwa-jobs ]; then
+      enq=$("$BIN" enqueue refresh-validation); job=$(echo "$enq" | head -1 | grep -o 'job [0-9]*' | cut -d' ' -f2)
+      out=$("$BIN" work --drain --stats --concurrency "$c" 2>"$W/worker.log")
+      line=$(python3 - "$ACCOUNTS" "$c" "$out" "$(psql "$DATABASE_URL" -AtXc "SELECT valid||' '||invalid FROM siwa.job_progress WHERE job_id=$job")" <<'PY'
+import json, re, sys
+n, c, out, vi = sys.argv[1:]
+f = dict(re.findall(r'(\w+)=([0-9.]+)', out)); v, i = vi.split()
+print(json.dumps(dict(system='siwa-jobs', n=int(n), concurrency=int(c), drain_s=float(f['wall_s']),
+      items_per_s=round(int(n) / float(f['wall_s'])), drain_cpu_s=float(f['cpu_user_s']) + float(f['cpu_sys_s']),
+      peak_rss_mb=float(f['peak_rss_mb']), valid=int(v), invalid=int(i))))
+PY
+)
+    elif [ $sys = go-peer ]; then
+      line=$("$GOPEER" --concurrency "$c")
+    else
+      line=$("$PY" "$PEERS/siwa_peer.py" --concurrency "$c")
+    fi
+    sleep 1; p1=$(cpu --postgres "$PGDATA_DIR"); s1=$(cpu --pid $sb)   # let the client's backends exit first
+    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['pg_cpu_s']=round($p1-$p0,2); d['sandbox_cpu_s']=round($s1-$s0,2); d['bound_per_s']=round($c/($LAT/1000)); print(json.dumps(d))" >> "$W/e2e.jsonl"
+    tail -1 "$W/e2e.jsonl"
+  done
+done
+python3 - "$W/e2e.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(f"\n{'system':<12}{'C':>5}{'items/s':>9}{'of C/L':>8}{'client CPU ms/item':>20}{'PG ms/item':>11}{'sandbox ms/item':>16}{'RSS MB':>8}{'valid/invalid':>15}")
+for r in rows:
+    print(f"{r['system']:<12}{r['concurrency']:>5}{r['items_per_s']:>9}{100*r['items_per_s']/r['bound_per_s']:>7.0f}%"
+          f"{1000*r['drain_cpu_s']/r['n']:>20.3f}{1000*r['pg_cpu_s']/r['n']:>11.3f}{1000*r['sandbox_cpu_s']/r['n']:>16.3f}"
+          f"{r['peak_rss_mb']:>8.1f}{str(r['valid'])+'/'+str(r['invalid']):>15}")
+by = {(r['system'], r['concurrency']): r for r in rows}
+for c in sorted({r['concurrency'] for r in rows}):
+    s = by.get(('siwa-jobs', c))
+    for peer in ('python-peer', 'go-peer'):
+        p = by.get((peer, c))
+        if s and p:
+            print(f"C={c} vs {peer}: throughput {s['items_per_s']/p['items_per_s']:.2f}x; client CPU per item "
+                  f"{s['drain_cpu_s']/p['drain_cpu_s']:.2f}x; PG CPU per item {s['pg_cpu_s']/max(p['pg_cpu_s'],0.01):.2f}x")
+PY
