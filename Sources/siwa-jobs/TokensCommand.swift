@@ -37,6 +37,7 @@ enum TokensRekeyCommand: Command {
             var line = "rekeyed \(report.rekeyed) of \(report.toRekey) tokens under key id \(report.currentKeyID); "
                 + "\(report.remaining) left under other keys"
             if report.changedMeanwhile > 0 { line += "; \(report.changedMeanwhile) were changed by a concurrent writer meanwhile" }
+            if report.busy > 0 { line += "; \(report.busy) times a row was busy (locked by a worker) and was taken in a later pass" }
             if report.unreadable > 0 {
                 line += "; \(report.unreadable) do not decrypt (accounts \(report.unreadableAccounts.map(String.init).joined(separator: ", ")))"
             }

@@ -67,6 +67,53 @@ import Testing
         await world.tearDown()
     }
 
+    /// A row a worker holds locked (its completion statement) is skipped, not waited for: the
+    /// rekey cannot deadlock with a running validation, and takes the row in a later pass.
+    @Test func aRowHeldLockedIsSkippedAndTakenInALaterPass() async throws {
+        var world = try await SIWAWorld.create()
+        try await world.seed(accounts: 50, revokedFraction: 0)
+        let keyring = try Self.keyring(world)
+        let original = try await Self.tokens(world, keyring: keyring, fingerprints: try world.keyring)
+        let pool = world.database.pool
+        let (locked, lockedSignal) = AsyncStream<Void>.makeStream()
+        let (release, releaseSignal) = AsyncStream<Void>.makeStream()
+        let held = SeenText()
+        var rekey = TokenRekey(pool: pool, keyring: keyring, batchSize: 20)
+        rekey.beforeWrite = { ids in
+            let first = held.text.withLock { text -> Bool in
+                guard text.isEmpty else { return false }
+                text = String(ids[0])
+                return true
+            }
+            guard first else { releaseSignal.yield(); return }   // the next batch: let the holder go
+            let id = ids[0]
+            Task {
+                try await pool.transaction { connection in
+                    try await connection.execute("SELECT id FROM siwa.accounts WHERE id = \(id) FOR UPDATE")
+                    lockedSignal.yield()
+                    // Held until the rekey writes its next batch (or 10 s, should it wait on this lock).
+                    await withTaskGroup(of: Void.self) { group in
+                        group.addTask { for await _ in release { return } }
+                        group.addTask { try? await Task.sleep(for: .seconds(10)) }
+                        await group.next()
+                        group.cancelAll()
+                    }
+                }
+            }
+            for await _ in locked { break }
+        }
+        let report = try await rekey.run()
+        #expect(report.busy >= 1, "the held row was skipped, not waited for: \(report)")
+        #expect(report.rekeyed == 50 && report.remaining == 0 && report.changedMeanwhile == 0, "\(report)")
+        let after = try await Self.tokens(world, keyring: keyring)
+        let heldID = Int64(held.text.withLock { $0 })
+        #expect(heldID != nil && after[heldID!]?.keyID == "k2", "the held row was taken in a later pass")
+        for (id, value) in after {
+            #expect(value.keyID == "k2" && value.token == original[id]?.token, "account \(id)")
+        }
+        await world.tearDown()
+    }
+
     @Test func rekeyBesideARunningValidationLeavesNothingUnderTheOldKey() async throws {
         var world = try await SIWAWorld.create(latency: .fixed(20))
         try await world.seed(accounts: 400, revokedFraction: 0)

@@ -12,6 +12,10 @@ public struct TokenRekeyReport: Sendable, Encodable {
     /// Tokens that changed while being re-sealed (a concurrent writer: a sign-in, a sweep); left
     /// as that writer stored them, and looked at again in a later pass.
     public var changedMeanwhile = 0
+    /// Tokens whose rows a concurrent writer held locked (a validation's completion) when their
+    /// batch was written: skipped rather than waited for, so the run is never part of a deadlock,
+    /// and looked at again in a later pass.
+    public var busy = 0
     /// Tokens that did not decrypt (tampered or corrupt), with their account ids (first 20).
     public var unreadable = 0
     public var unreadableAccounts: [Int64] = []
@@ -20,7 +24,7 @@ public struct TokenRekeyReport: Sendable, Encodable {
     public var currentKeyID = ""
 
     enum CodingKeys: String, CodingKey {
-        case toRekey = "to_rekey", rekeyed, changedMeanwhile = "changed_meanwhile", unreadable,
+        case toRekey = "to_rekey", rekeyed, changedMeanwhile = "changed_meanwhile", busy, unreadable,
              unreadableAccounts = "unreadable_accounts", remaining, currentKeyID = "current_key_id"
     }
 }
@@ -31,7 +35,10 @@ public struct TokenRekeyReport: Sendable, Encodable {
 /// plain SHA-256 (`sha256:…`) before keyed fingerprints, which it also picks under the current key.
 ///
 /// - **Batches**: `batchSize` accounts at a time in id order, each batch one read and one update
-///   statement (its own transaction), so locks are held for one batch only.
+///   statement (its own transaction), so locks are held for one batch only. The update locks its
+///   rows in id order with `SKIP LOCKED`: a row a worker's completion statement holds is left for
+///   a later pass (`busy`) instead of waited for, so a rekey never deadlocks with a running
+///   validation (whose multi-row update locks in its plan's order).
 /// - **Resumable**: it picks what is not under the current key (or not keyed-fingerprinted), so a run that was stopped simply
 ///   continues where it was when started again; nothing else is recorded.
 /// - **Safe beside a running worker**: the update is a compare-and-swap on the ciphertext it read
@@ -45,7 +52,7 @@ public struct TokenRekey: Sendable {
     let pool: PostgresPool
     let keyring: TokenKeyring
     let batchSize: Int
-    let maxPasses = 5
+    let maxPasses = 8
     /// Test seam: runs after a batch is read and re-sealed, before it is written.
     var beforeWrite: @Sendable ([Int64]) async throws -> Void = { _ in }
 
@@ -78,9 +85,11 @@ public struct TokenRekey: Sendable {
         }
         var unreadable = Set<Int64>()
         for _ in 0..<maxPasses {
-            let before = report.changedMeanwhile
+            let before = (report.changedMeanwhile, report.busy)
             try await pass(&report, unreadable: &unreadable, progress: progress)
-            if report.changedMeanwhile == before { break }
+            if (report.changedMeanwhile, report.busy) == before { break }
+            // Rows were busy: give the writer holding them a moment before the next pass.
+            if report.busy > before.1 { try await Task.sleep(for: .milliseconds(200)) }
         }
         let left = try await pool.query("""
             SELECT count(*)::int AS n FROM siwa.accounts
@@ -124,14 +133,22 @@ public struct TokenRekey: Sendable {
             }
             guard !ids.isEmpty else { continue }
             try await beforeWrite(ids)
-            let written = try await pool.execute("""
-                UPDATE siwa.accounts a SET refresh_token_ciphertext = decode(u.new, 'hex'), refresh_token_key_id = \(current),
-                       refresh_token_fingerprint = u.fp
-                FROM unnest(\(ids)::bigint[], \(old)::text[], \(new)::text[], \(fingerprints)::text[]) AS u (id, old, new, fp)
-                WHERE a.id = u.id AND a.refresh_token_ciphertext = decode(u.old, 'hex')
+            let counts = try await pool.query("""
+                WITH u AS (SELECT * FROM unnest(\(ids)::bigint[], \(old)::text[], \(new)::text[], \(fingerprints)::text[]) AS u (id, old, new, fp)),
+                free AS (SELECT a.id, a.refresh_token_ciphertext = decode(u.old, 'hex') AS same
+                         FROM siwa.accounts a JOIN u ON u.id = a.id ORDER BY a.id FOR UPDATE OF a SKIP LOCKED),
+                written AS (UPDATE siwa.accounts a SET refresh_token_ciphertext = decode(u.new, 'hex'), refresh_token_key_id = \(current),
+                                   refresh_token_fingerprint = u.fp
+                            FROM u JOIN free f ON f.id = u.id AND f.same
+                            WHERE a.id = u.id AND a.refresh_token_ciphertext = decode(u.old, 'hex')
+                            RETURNING a.id)
+                SELECT (SELECT count(*)::int FROM written) AS written, (SELECT count(*)::int FROM free) AS free
                 """)
+            let written: Int = try counts.first?.decode("written") ?? 0
+            let free: Int = try counts.first?.decode("free") ?? ids.count
             report.rekeyed += written
-            report.changedMeanwhile += ids.count - written
+            report.changedMeanwhile += free - written
+            report.busy += ids.count - free
             progress(report)
         }
     }
