@@ -15,7 +15,9 @@ import TestSupport
     /// Runs `body` on a fresh migrated database with a store timed by a manual clock at real time.
     func withStore(_ body: (PostgresRateBudgetStore, ManualClock, TestDatabase) async throws -> Void) async throws {
         let db = try await TestDatabase.create()
-        let clock = ManualClock(start: Date())
+        // A whole millisecond: PostgreSQL keeps microseconds, and a start rounded up by half a
+        // microsecond once made "100 ms later" 9.99995 permits (floored to 9).
+        let clock = ManualClock(start: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000))
         do {
             try await body(PostgresRateBudgetStore(pool: db.pool, clock: clock), clock, db)
         } catch {
