@@ -148,6 +148,11 @@ extension Worker {
                         let decision = await drainDecision(kinds: kinds, report: &report)
                         if decision == .exit { break loop }
                         if decision == .claimNow { s.wantClaim = true; continue }
+                        if decision == .waitForOthers {
+                            await clock.sleep(for: min(configuration.pollInterval, Self.othersLookAgain)) { [wakeup] in await wakeup.wait() }
+                            s.wantClaim = true
+                            continue
+                        }
                     }
                     await wakeup.wait()
                     s.wantClaim = true

@@ -90,7 +90,13 @@ extension Worker {
         }
     }
 
-    enum DrainDecision { case exit, claimNow, wait }
+    /// `waitForOthers`: items are leased elsewhere (another process's, or a dead worker's until
+    /// its lease expires): look again soon rather than at the next poll tick, so a drain run by
+    /// several processes ends when its last item does, not up to 1.5 poll intervals later.
+    enum DrainDecision { case exit, claimNow, wait, waitForOthers }
+
+    /// How soon a drain looks again while items are leased elsewhere (at most `pollInterval`).
+    static let othersLookAgain: Duration = .milliseconds(100)
 
     /// With `--drain`, when idle: keep going while work is due, leased elsewhere, or retrying soon.
     func drainDecision(kinds: [String], report: inout WorkerReport) async -> DrainDecision {
@@ -106,7 +112,7 @@ extension Worker {
         if backlog.running > 0 {
             // In flight elsewhere, or held by a dead worker until its lease expires.
             let rescued = await rescue()
-            return rescued.retried > 0 ? .claimNow : .wait
+            return rescued.retried > 0 ? .claimNow : .waitForOthers
         }
         if let next = backlog.nextRunAt {
             if clock.seconds(until: next) <= configuration.drainHorizon.seconds { return .wait }

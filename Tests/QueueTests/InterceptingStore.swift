@@ -14,6 +14,8 @@ final class InterceptingStore: JobStore {
     private let claimFault: Mutex<@Sendable () -> DatabaseError?>
     /// Completion statements attempted (including failed ones).
     let completeCalls = Atomic<Int>(0)
+    /// Backlog reads so far (a drain's looks at what is left).
+    let backlogCalls = Atomic<Int>(0)
     /// Holds one claim until released (a claim that takes long), when armed.
     let hold = ClaimHold()
 
@@ -48,7 +50,10 @@ final class InterceptingStore: JobStore {
     func pauseJob(id: Int64, reason: String) async throws -> Bool { try await inner.pauseJob(id: id, reason: reason) }
     func completeFinishedJobs() async throws -> [Int64] { try await inner.completeFinishedJobs() }
     func pausedJobs(kinds: [String]) async throws -> [Int64: String] { try await inner.pausedJobs(kinds: kinds) }
-    func backlog(kinds: [String]) async throws -> QueueBacklog { try await inner.backlog(kinds: kinds) }
+    func backlog(kinds: [String]) async throws -> QueueBacklog {
+        backlogCalls.add(1, ordering: .sequentiallyConsistent)
+        return try await inner.backlog(kinds: kinds)
+    }
     func openJobs(kinds: [String]) async throws -> [JobRecord] { try await inner.openJobs(kinds: kinds) }
 }
 
