@@ -74,7 +74,8 @@ public struct PostgresJobStore: JobStore {
                 UPDATE siwa.jobs j SET state = 'completed', finished_at = now()
                 WHERE j.state = 'running'
                   AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'available')
-                  AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running')
+                  AND NOT EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running'
+                                  AND i.lease_expires_at IS NOT NULL)
                 RETURNING j.id, j.state
                 """)
         }
@@ -94,6 +95,11 @@ public struct PostgresJobStore: JobStore {
         return map
     }
 
+    /// Running items are counted with `lease_expires_at IS NOT NULL` beside `state = 'running'`
+    /// (every running item has a lease; a completion, release or rescue clears it), so the
+    /// planner takes the leased-items index (sql/0021) instead of scanning every partition: a
+    /// drain's idle check on 3,000,000 finished items took 360 ms of PostgreSQL CPU, 0.1 ms with it.
+    /// `completeFinishedJobs` and `openJobs` say the same for the same reason.
     public func backlog(kinds: [String]) async throws -> QueueBacklog {
         let rows = try await pool.withConnection { conn in
             try await conn.query("""
@@ -101,7 +107,7 @@ public struct PostgresJobStore: JobStore {
                 SELECT
                   (SELECT count(*) FROM siwa.job_items WHERE state = 'available' AND run_at <= now()
                       AND job_id IN (SELECT id FROM live)) AS due_now,
-                  (SELECT count(*) FROM siwa.job_items WHERE state = 'running'
+                  (SELECT count(*) FROM siwa.job_items WHERE state = 'running' AND lease_expires_at IS NOT NULL
                       AND job_id IN (SELECT id FROM live)) AS running,
                   (SELECT min(run_at) FROM siwa.job_items WHERE state = 'available' AND run_at > now()
                       AND job_id IN (SELECT id FROM live)) AS next_run_at,
@@ -120,7 +126,9 @@ public struct PostgresJobStore: JobStore {
             try await conn.query("""
                 SELECT j.id, j.kind, j.spec::text AS spec, j.state FROM siwa.jobs j
                 WHERE j.state = 'running' AND j.kind = ANY(\(kinds))
-                  AND EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state IN ('available', 'running'))
+                  AND (EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'available')
+                       OR EXISTS (SELECT 1 FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running'
+                                  AND i.lease_expires_at IS NOT NULL))
                 ORDER BY j.id
                 """)
         }

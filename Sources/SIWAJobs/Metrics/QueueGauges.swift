@@ -23,8 +23,11 @@ public struct QueueGauges: Sendable {
                        count(*) FILTER (WHERE i.state = 'running')::bigint AS leased,
                        coalesce(extract(epoch FROM now() - min(i.run_at) FILTER (
                            WHERE i.state = 'available' AND i.run_at <= now())), 0)::float8 AS oldest_due_s
-                FROM siwa.job_items i JOIN siwa.jobs j ON j.id = i.job_id
-                WHERE j.state = 'running' AND i.state IN ('available', 'running')
+                FROM (SELECT job_id, state, run_at FROM siwa.job_items WHERE state = 'available'
+                      UNION ALL
+                      SELECT job_id, state, run_at FROM siwa.job_items WHERE state = 'running' AND lease_expires_at IS NOT NULL) i
+                JOIN siwa.jobs j ON j.id = i.job_id
+                WHERE j.state = 'running'
                 GROUP BY j.kind, j.priority ORDER BY j.kind, j.priority
                 """)
             let budgets = try await conn.query("""

@@ -85,7 +85,8 @@ public struct JobListing: Sendable {
                                       - COALESCE((s.item_states->>'running')::bigint, 0))::int
                         ELSE j.item_count
                              - (SELECT count(*) FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'available')::int
-                             - (SELECT count(*) FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running')::int
+                             - (SELECT count(*) FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running'
+                                AND i.lease_expires_at IS NOT NULL)::int
                    END AS done
             FROM siwa.jobs j LEFT JOIN siwa.job_summaries s ON s.job_id = j.id
             """ + " " + filter)
