@@ -37,8 +37,10 @@ extension PostgresJobStore {
             }
             let shares = ClaimShares.split(jobs, batch: limit)
             guard !shares.isEmpty else { return ([], []) }
-            // The shares' job ids, constant: the update reads only their partitions (README
-            // "Retention and job control": job_items is partitioned by job id).
+            // The shares' job ids: a custom plan reads only their partitions (README "Retention
+            // and job control": job_items is partitioned by job id). The reused generic plan
+            // cannot prune on an array, so the update joins the picked (id, job_id) pairs: each
+            // row's lookup runs in its own partition only, however many partitions are kept.
             let jobIDs = shares.map(\.jobID)
             let rows = try await conn.query(("""
                 WITH picked AS MATERIALIZED (
@@ -48,7 +50,8 @@ extension PostgresJobStore {
                 SET state = 'running', attempt = i.attempt + 1, lease_owner = \(owner),
                     lease_expires_at = now() + make_interval(secs => \(leaseSeconds)),
                     first_attempt_at = COALESCE(i.first_attempt_at, now())
-                WHERE i.job_id = ANY(\(jobIDs)) AND i.id = ANY(ARRAY(SELECT id FROM picked))
+                FROM picked p
+                WHERE i.job_id = ANY(\(jobIDs)) AND i.id = p.id AND i.job_id = p.job_id
                 RETURNING i.id, i.job_id, i.account_id, i.payload::text AS payload, i.attempt, i.max_attempts,
                           i.first_attempt_at
                 """ as SQL).reusingPlan())
@@ -76,8 +79,8 @@ extension PostgresJobStore {
         for (index, share) in shares.enumerated() {
             if index > 0 { sql.append(unsafeSQL: "\n    UNION ALL\n") }
             sql.append("""
-                    SELECT id FROM (
-                        SELECT i.id FROM siwa.job_items i
+                    SELECT id, job_id FROM (
+                        SELECT i.id, i.job_id FROM siwa.job_items i
                         WHERE i.job_id = \(share.jobID) AND i.state = 'available' AND i.run_at <= now()
                           AND EXISTS (SELECT FROM siwa.jobs j WHERE j.id = \(share.jobID) AND j.state = 'running')
                         ORDER BY i.run_at, i.id LIMIT \(share.take) FOR UPDATE OF i SKIP LOCKED) AS share_\(unsafeSQL: String(index))
