@@ -8,6 +8,7 @@ import Synchronization
 /// completion arrives at an idle flusher, and after a batch smaller than `maxItems`, the flusher
 /// waits `interval` (on its clock) so the batch can fill, unless it is closed, hurried
 /// (backpressure) or someone waits for it to go idle (`waitUntilIdle`), which writes at once.
+/// Up to `parallelWrites` statements run at once, each of at most `maxItems` completions.
 ///
 /// What a failed batch does depends on the failure's `DatabaseError.meaning` (see
 /// `Flusher+Write.swift`): only `badData` splits a batch and fails an item; `transient` and
@@ -18,6 +19,10 @@ final class Flusher: Sendable {
     struct State {
         var buffer: [Completion] = []
         var writing = 0
+        /// Statements being written now (at most `parallelWrites`).
+        var activeWrites = 0
+        /// `hurry()` was called since the last batch was taken.
+        var hurried = false
         var closed = false
         var closedAt: Date?
         var nextWaiter = 0
@@ -45,6 +50,9 @@ final class Flusher: Sendable {
     let arrived = Wakeup()
     /// Signalled by `close`, `hurry` and `waitUntilIdle`: cuts the wait between batches short.
     let urgent = Wakeup()
+    /// Signalled when a statement ends, when the buffer reaches a full batch, and by `hurry` and
+    /// `close`: a waiting batch may start beside the one being written.
+    let writeDone = Wakeup()
     let store: any JobStore
     let owner: String
     let writes: [String: KindWrites]
@@ -76,11 +84,13 @@ final class Flusher: Sendable {
     }
 
     func add(_ completion: Completion) {
-        state.withLock { s in
+        let full = state.withLock { s -> Bool in
             s.buffer.append(completion)
             s.peak = max(s.peak, s.buffer.count + s.writing)
+            return s.buffer.count == maxItems && s.activeWrites > 0
         }
         arrived.signal()
+        if full { writeDone.signal() }
     }
 
     /// No more completions will be added; `run` returns once everything buffered is written, or
@@ -93,12 +103,15 @@ final class Flusher: Sendable {
         }
         urgent.signal()
         arrived.signal()
+        writeDone.signal()
     }
 
     /// Write what is buffered now instead of waiting for the batch to fill (backpressure).
     func hurry() {
+        state.withLock { $0.hurried = true }
         urgent.signal()
         arrived.signal()
+        writeDone.signal()
     }
 
     /// Completions not yet committed: buffered, or in a statement being written or retried.
@@ -142,35 +155,82 @@ final class Flusher: Sendable {
         }
     }
 
+    /// Statements written at once. While one batch is written the next fills; once it is full
+    /// (or the flusher is hurried or closed) it is written beside the first instead of waiting for
+    /// it, on a second connection from the pool, so a database with a spare core keeps pace with
+    /// the claims. A partial batch still waits for the write before it, as with one slot.
+    static let parallelWrites = 2
+
+    /// What the loop does next.
+    private enum Step {
+        case write([Completion], closed: Bool)
+        /// Every write slot is busy, or the flusher is closed with writes still running.
+        case awaitWrite
+        /// Nothing buffered; `busy` writes still running.
+        case idle(closed: Bool, busy: Int)
+    }
+
     func run() async {
-        while true {
-            let (batch, closed) = state.withLock { s -> ([Completion], Bool) in
-                let n = min(s.buffer.count, maxItems * 4)
-                let taken = Array(s.buffer.prefix(n))
-                s.buffer.removeFirst(n)
-                s.writing += taken.count
-                return (taken, s.closed)
-            }
-            if batch.isEmpty {
-                resumeIdleWaiters(written: 0)
-                if closed { return }
-                // Idle until something arrives, then let the batch fill for one interval.
-                await arrived.wait()
-                await clock.sleep(for: interval, unless: urgent.wait)
-                continue
-            }
-            await write(batch)
-            resumeIdleWaiters(written: batch.count)
-            progress.signal()
-            if batch.count < maxItems && !closed {
-                await clock.sleep(for: interval, unless: urgent.wait)
+        await withDiscardingTaskGroup { group in
+            while true {
+                switch nextStep() {
+                case .write(let batch, let closed):
+                    group.addTask { [self] in
+                        await write(batch)
+                        finished(batch.count)
+                    }
+                    if batch.count < maxItems && !closed {
+                        await clock.sleep(for: interval, unless: urgent.wait)
+                    }
+                case .awaitWrite:
+                    await writeDone.wait()
+                case .idle(let closed, let busy):
+                    if busy == 0 {
+                        resumeIdleWaiters()
+                        if closed { return }
+                    } else if closed {
+                        await writeDone.wait()
+                        continue
+                    }
+                    // Idle until something arrives (or a write ends), then let the batch fill for one interval.
+                    await arrived.wait()
+                    await clock.sleep(for: interval, unless: urgent.wait)
+                }
             }
         }
     }
 
-    private func resumeIdleWaiters(written: Int) {
+    private func nextStep() -> Step {
+        state.withLock { s -> Step in
+            if s.buffer.isEmpty {
+                return .idle(closed: s.closed, busy: s.activeWrites)
+            }
+            guard s.activeWrites < Self.parallelWrites,
+                  s.activeWrites == 0 || s.buffer.count >= maxItems || s.closed || s.hurried else { return .awaitWrite }
+            s.hurried = false
+            let n = min(s.buffer.count, maxItems)
+            let taken = Array(s.buffer.prefix(n))
+            s.buffer.removeFirst(n)
+            s.writing += n
+            s.activeWrites += 1
+            return .write(taken, closed: s.closed)
+        }
+    }
+
+    /// A batch of `count` was written (or left): frees its slot and wakes whoever waits for it.
+    private func finished(_ count: Int) {
+        state.withLock { s in
+            s.writing -= count
+            s.activeWrites -= 1
+        }
+        resumeIdleWaiters()
+        progress.signal()
+        writeDone.signal()
+        arrived.signal()
+    }
+
+    private func resumeIdleWaiters() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.writing -= written
             guard s.buffer.isEmpty && s.writing == 0 else { return [] }
             defer { s.idleWaiters = [:] }
             return Array(s.idleWaiters.values)
