@@ -63,8 +63,14 @@ import Testing
             SELECT p, sha256(convert_to(p, 'UTF8')), 'verified', now() - make_interval(days => d)
             FROM (VALUES ('eyJold.payload.sig', 8), ('eyJnew.payload.sig', 6)) v(p, d)
             """)
-        let summaryA: String = try await db.scalar("SELECT outcomes::text FROM siwa.job_summaries WHERE job_id = \(a)")
-        #expect(summaryA == #"{"ok": 20}"#, "written when A completed")
+        // Summaries are prune's: none when A completed. A stale one, as an earlier prune would
+        // have left before A was retried, is written again when A's partition goes.
+        let atCompletion: Int = try await db.scalar("SELECT count(*)::int FROM siwa.job_summaries")
+        #expect(atCompletion == 0, "no summary is written when a job completes")
+        try await db.pool.execute("""
+            INSERT INTO siwa.job_summaries (job_id, kind, state, priority, created_at, items, outcomes)
+            SELECT id, kind, state, priority, created_at, 3, '{"ok": 3}' FROM siwa.jobs WHERE id = \(a)
+            """)
 
         let before = try await Self.snapshot(db)
         let dry = try await BinaryProcess.run(["prune", "--dry-run", "--json"], environment: db.environment)
@@ -94,6 +100,10 @@ import Testing
         // The summary stays, marked pruned; job show reads it.
         let pruned: Bool = try await db.scalar("SELECT pruned_at IS NOT NULL FROM siwa.job_summaries WHERE job_id = \(a)")
         #expect(pruned)
+        let summaryA: String = try await db.scalar("SELECT outcomes::text || ' ' || items FROM siwa.job_summaries WHERE job_id = \(a)")
+        #expect(summaryA == #"{"ok": 20} 20"#, "written again just before the partition went")
+        let summarized: String = try await db.scalar("SELECT string_agg(job_id::text, ',' ORDER BY job_id) FROM siwa.job_summaries")
+        #expect(summarized == "\(a),\(d)", "prune summarized the finished jobs, not the paused or running ones")
         let show = try await BinaryProcess.run(["job", "show", "\(a)", "--json"], environment: db.environment)
         let detail = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any], "\(show.stderr)")
         #expect(detail["from_summary"] as? Bool == true && (detail["outcomes"] as? [String: Any])?["ok"] as? Int == 20, "\(show.stdout)")

@@ -7,6 +7,8 @@ extension Retention {
 
     /// Drops one prunable partition from the three tables:
     ///
+    /// 0. its finished jobs' summaries are written again (`siwa.summarize_job`), so a job retried
+    ///    since an earlier prune summarized it is kept as it ended;
     /// 1. `DETACH PARTITION ... CONCURRENTLY` on each (outside a transaction; it waits for the
     ///    transactions that still see the partition, and blocks no claim or completion);
     /// 2. in one transaction (lock timeout 5 s): lock the detached tables, check again that every
@@ -19,6 +21,10 @@ extension Retention {
     /// - Throws: `DatabaseError`.
     func drop(_ partition: Candidate, policy: RetentionPolicy) async throws -> Int? {
         let tables = Self.partitionedTables.map { ($0, "\($0)_\(partition.name)") }
+        _ = try await pool.query("""
+            SELECT siwa.summarize_job(j.id) FROM siwa.jobs j
+            WHERE j.id >= \(partition.lo) AND j.id < \(partition.hi) AND j.state IN ('completed', 'cancelled')
+            """)
         try await pool.withConnection { conn in
             for (parent, table) in tables {
                 guard try await Self.isAttached(table, conn) else { continue }

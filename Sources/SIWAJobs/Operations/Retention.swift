@@ -117,8 +117,9 @@ public struct Retention: Sendable {
         }
     }
 
-    /// Summaries for finished jobs that have none yet (jobs finished before migration 0018, or
-    /// rows written by hand); jobs finishing later get theirs from the `jobs_summarize` trigger.
+    /// Summaries for finished jobs that have none yet (every job finished since the last prune;
+    /// `0025` dropped the trigger that wrote one at completion). A dropped partition's jobs are
+    /// summarized again just before it goes (`drop`).
     func writeMissingSummaries(dryRun: Bool) async throws -> Int {
         let missing: SQL = """
             SELECT j.id FROM siwa.jobs j
