@@ -5,10 +5,11 @@
 # prometheus brings promtool (the metrics tests check the exposition with it) and chromium the
 # headless browser the dashboard tests load every page in. nghttp2-proxy brings nghttpx, the HTTP/2 + TLS
 # front end of the sandbox in the HTTP/2 tests and scripts/http2-bench.sh.
+# libgoogle-perftools-dev brings tcmalloc, the allocator the binary links in place of glibc's malloc.
 # Idempotent: does nothing when everything is present.
 set -euo pipefail
 need=()
-for p in libpq-dev libssl-dev libcurl4-openssl-dev libmicrohttpd-dev postgresql-15 pgbouncer openssl python3 python3-cryptography prometheus chromium nghttp2-proxy; do
+for p in libpq-dev libssl-dev libcurl4-openssl-dev libmicrohttpd-dev libgoogle-perftools-dev postgresql-15 pgbouncer openssl python3 python3-cryptography prometheus chromium nghttp2-proxy; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -4,26 +4,42 @@
 /// Encoding leaves only RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`) as-is and
 /// percent-encodes every other UTF-8 byte, including space (as `%20`), `+`, `/`, `=` and `&`.
 public enum FormEncoding {
-    /// `name=value&name=value` in the given order.
+    /// `name=value&name=value` in the given order, built in one buffer.
     public static func encode(_ fields: [(String, String)]) -> String {
-        fields.map { percentEncode($0.0) + "=" + percentEncode($0.1) }.joined(separator: "&")
+        var out = [UInt8]()
+        out.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 32)
+        for (index, field) in fields.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: "&")) }
+            append(field.0, to: &out)
+            out.append(UInt8(ascii: "="))
+            append(field.1, to: &out)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Percent-encodes one name or value.
     public static func percentEncode(_ text: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var out = [UInt8]()
         out.reserveCapacity(text.utf8.count)
+        append(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func append(_ text: String, to out: inout [UInt8]) {
         for byte in text.utf8 {
             if isUnreserved(byte) {
                 out.append(byte)
             } else {
                 out.append(UInt8(ascii: "%"))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
+                out.append(hexDigit(byte >> 4))
+                out.append(hexDigit(byte & 0x0F))
             }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The upper-case hex digit of a nibble (0...15).
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
     /// Parses a form body (`+` is a space, `%XX` a byte). Returns nil for a malformed escape or

@@ -18,9 +18,15 @@ extension Array: PostgresEncodable where Element: PostgresArrayElementEncodable 
 }
 
 extension String: PostgresArrayElementEncodable {}
-extension Int: PostgresArrayElementEncodable {}
-extension Int64: PostgresArrayElementEncodable {}
-extension Int32: PostgresArrayElementEncodable {}
+extension Int: PostgresArrayElementEncodable {
+    public static func postgresText(forArray elements: [Int]) -> String { PostgresArrayLiteral.encode(integers: elements) }
+}
+extension Int64: PostgresArrayElementEncodable {
+    public static func postgresText(forArray elements: [Int64]) -> String { PostgresArrayLiteral.encode(integers: elements) }
+}
+extension Int32: PostgresArrayElementEncodable {
+    public static func postgresText(forArray elements: [Int32]) -> String { PostgresArrayLiteral.encode(integers: elements) }
+}
 extension Int16: PostgresArrayElementEncodable {}
 extension Double: PostgresArrayElementEncodable {}
 extension Bool: PostgresArrayElementEncodable {}
@@ -58,6 +64,29 @@ enum PostgresArrayLiteral {
             } else {
                 output.append(contentsOf: element.utf8)
             }
+        }
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// `{1,-2,3}`: integers written as decimal digits straight into the literal, without a
+    /// string per element (the completion's arrays hold thousands).
+    static func encode<T: FixedWidthInteger>(integers elements: [T]) -> String {
+        var output: [UInt8] = [UInt8(ascii: "{")]
+        output.reserveCapacity(2 + elements.count * 8)
+        var digits: [UInt8] = []
+        digits.reserveCapacity(20)
+        for (index, element) in elements.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            if element < 0 { output.append(UInt8(ascii: "-")) }
+            // The magnitude as an unsigned value: T.min has no positive counterpart in T.
+            var rest = element.magnitude
+            digits.removeAll(keepingCapacity: true)
+            repeat {
+                digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+                rest /= 10
+            } while rest > 0
+            output.append(contentsOf: digits.reversed())
         }
         output.append(UInt8(ascii: "}"))
         return String(decoding: output, as: UTF8.self)

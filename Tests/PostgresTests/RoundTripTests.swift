@@ -62,6 +62,18 @@ import Testing
         #expect(try arrays.decode("doubles", as: [Double].self) == [0.5, -1.25])
         #expect(try arrays.decode("bools", as: [Bool].self) == [true, false])
         #expect(try arrays.decode("empty", as: [Int64].self) == [])
+
+        // Integer arrays are written digit by digit: the extremes, zero and signs survive.
+        let extremes: [Int64] = [Int64.min, -1, 0, 7, 1_000_000, Int64.max]
+        let small: [Int32] = [Int32.min, 0, Int32.max]
+        let ints = try #require(try await connection.query("""
+            SELECT \(extremes)::bigint[] AS big, \(extremes)::bigint[]::text AS text, \(small)::int[] AS small,
+                   \([Int](repeating: 42, count: 3))::int[]::text AS plain
+            """).first)
+        #expect(try ints.decode("big", as: [Int64].self) == extremes)
+        #expect(try ints.decode("text", as: String.self) == "{-9223372036854775808,-1,0,7,1000000,9223372036854775807}")
+        #expect(try ints.decode("small", as: [Int32].self) == small)
+        #expect(try ints.decode("plain", as: String.self) == "{42,42,42}")
     }
 
     @Test func byteaAndUUID() async throws {
