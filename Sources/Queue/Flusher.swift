@@ -8,7 +8,9 @@ import Synchronization
 /// completion arrives at an idle flusher, and after a batch smaller than `maxItems`, the flusher
 /// waits `interval` (on its clock) so the batch can fill, unless it is closed, hurried
 /// (backpressure) or someone waits for it to go idle (`waitUntilIdle`), which writes at once.
-/// Up to `parallelWrites` statements run at once, each of at most `maxItems` completions.
+/// Up to `parallelWrites` statements run at once, each of at most `maxItems` completions. Bulk
+/// completions alone (`JobPriority.bulk` and less urgent) are held until the oldest has waited
+/// `bulkInterval`, unless the batch is full or the flusher is hurried, closed or given an urgent one.
 ///
 /// What a failed batch does depends on the failure's `DatabaseError.meaning` (see
 /// `Flusher+Write.swift`): only `badData` splits a batch and fails an item; `transient` and
@@ -23,6 +25,12 @@ final class Flusher: Sendable {
         var activeWrites = 0
         /// `hurry()` was called since the last batch was taken.
         var hurried = false
+        /// When the oldest completion in `buffer` arrived (nil while it is empty).
+        var oldestAt: Date?
+        /// `buffer` holds a completion of a job more urgent than `JobPriority.bulk`.
+        var urgentBuffered = false
+        /// The loop is holding bulk completions: an urgent one arriving cuts the hold short.
+        var holding = false
         var closed = false
         var closedAt: Date?
         var nextWaiter = 0
@@ -58,6 +66,11 @@ final class Flusher: Sendable {
     let writes: [String: KindWrites]
     let maxItems: Int
     let interval: Duration
+    /// How long bulk completions alone may be held (see the type's comment)…
+    let bulkInterval: Duration
+    /// …and how many at most: the worker's backpressure bound counts held completions, so a hold
+    /// stops well before it (the worker passes half of what the bound leaves beside its slots).
+    let holdLimit: Int
     /// After `close()`, how long transient failures are still retried before the rest is left.
     let closeGrace: Duration
     let clock: any WallClock
@@ -69,12 +82,15 @@ final class Flusher: Sendable {
     let abort: Latch
 
     init(store: any JobStore, owner: String, writes: [String: KindWrites], maxItems: Int, interval: Duration,
+         bulkInterval: Duration = .zero, holdLimit: Int = .max,
          closeGrace: Duration, clock: any WallClock, inFlight: InFlightSet, logger: Logger, progress: Wakeup, abort: Latch) {
         self.store = store
         self.owner = owner
         self.writes = writes
         self.maxItems = max(1, maxItems)
         self.interval = max(interval, .milliseconds(1))
+        self.bulkInterval = bulkInterval
+        self.holdLimit = max(1, min(holdLimit, maxItems))
         self.closeGrace = closeGrace
         self.clock = clock
         self.inFlight = inFlight
@@ -84,13 +100,18 @@ final class Flusher: Sendable {
     }
 
     func add(_ completion: Completion) {
-        let full = state.withLock { s -> Bool in
+        let urgentItem = completion.item.priority < JobPriority.bulk
+        let arrivedAt = clock.now
+        let (full, cutHold) = state.withLock { s -> (Bool, Bool) in
+            if s.buffer.isEmpty { s.oldestAt = arrivedAt }
             s.buffer.append(completion)
             s.peak = max(s.peak, s.buffer.count + s.writing)
-            return s.buffer.count == maxItems && s.activeWrites > 0
+            if urgentItem { s.urgentBuffered = true }
+            return (s.buffer.count == maxItems && s.activeWrites > 0, s.holding && (urgentItem || s.buffer.count >= holdLimit))
         }
         arrived.signal()
         if full { writeDone.signal() }
+        if cutHold { urgent.signal() }
     }
 
     /// No more completions will be added; `run` returns once everything buffered is written, or
@@ -168,6 +189,8 @@ final class Flusher: Sendable {
         case awaitWrite
         /// Nothing buffered; `busy` writes still running.
         case idle(closed: Bool, busy: Int)
+        /// Only bulk completions, a partial batch: hold them this much longer.
+        case hold(Duration)
     }
 
     func run() async {
@@ -184,6 +207,8 @@ final class Flusher: Sendable {
                     }
                 case .awaitWrite:
                     await writeDone.wait()
+                case .hold(let duration):
+                    await clock.sleep(for: duration, unless: urgent.wait)
                 case .idle(let closed, let busy):
                     if busy == 0 {
                         resumeIdleWaiters()
@@ -201,18 +226,30 @@ final class Flusher: Sendable {
     }
 
     private func nextStep() -> Step {
-        state.withLock { s -> Step in
+        let now = clock.now
+        return state.withLock { s -> Step in
+            s.holding = false
             if s.buffer.isEmpty {
                 return .idle(closed: s.closed, busy: s.activeWrites)
             }
             guard s.activeWrites < Self.parallelWrites,
                   s.activeWrites == 0 || s.buffer.count >= maxItems || s.closed || s.hurried else { return .awaitWrite }
+            if bulkInterval > interval, !s.closed, !s.hurried, !s.urgentBuffered, s.buffer.count < holdLimit,
+               let oldest = s.oldestAt {
+                let left = bulkInterval.seconds - now.timeIntervalSince(oldest)
+                if left > 0.001 {
+                    s.holding = true
+                    return .hold(.seconds(fractional: left))
+                }
+            }
             s.hurried = false
             let n = min(s.buffer.count, maxItems)
             let taken = Array(s.buffer.prefix(n))
             s.buffer.removeFirst(n)
             s.writing += n
             s.activeWrites += 1
+            s.oldestAt = s.buffer.isEmpty ? nil : now
+            s.urgentBuffered = s.buffer.contains { $0.item.priority < JobPriority.bulk }
             return .write(taken, closed: s.closed)
         }
     }

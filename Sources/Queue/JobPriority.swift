@@ -13,4 +13,8 @@ public enum JobPriority {
     public static let mostUrgent = 0
     /// The least urgent priority.
     public static let leastUrgent = 9
+    /// From this priority on (ops-triggered jobs, 4, and the nightly validation, 7) a job is bulk
+    /// work: nobody waits on one item's completion, so the flusher may hold its completions a
+    /// little longer to write them in fewer statements (`WorkerConfiguration.bulkFlushInterval`).
+    public static let bulk = 4
 }

@@ -55,6 +55,8 @@ public final class Worker: Service {
             store: store, owner: configuration.workerID,
             writes: Dictionary(handlers.map { ($0.kind, $0.writes) }, uniquingKeysWith: { first, _ in first }),
             maxItems: configuration.flushMaxItems, interval: configuration.flushInterval,
+            bulkInterval: configuration.bulkFlushInterval,
+            holdLimit: max(1, (configuration.effectiveMaxUnflushed - configuration.concurrency) / 2),
             closeGrace: configuration.shutdownGrace, clock: clock, inFlight: inFlight, logger: logger,
             progress: wakeup, abort: abortSignal)
     }

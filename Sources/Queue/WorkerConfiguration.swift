@@ -14,6 +14,12 @@ public struct WorkerConfiguration: Sendable {
     public var flushMaxItems: Int
     /// …or this long after the previous, smaller, batch was written. Default 20 ms.
     public var flushInterval: Duration
+    /// While only bulk completions (`JobPriority.bulk` and less urgent) are buffered and fewer than
+    /// `flushMaxItems`, they are held until the oldest has waited this long, so a slow stream (a
+    /// rate ceiling, a low concurrency) is written in a few statements instead of one per item or
+    /// two; an urgent completion, backpressure, a drain's end or a stop writes them at once.
+    /// Default 100 ms; at most `flushInterval` means no hold.
+    public var bulkFlushInterval: Duration = .milliseconds(100)
     /// After SIGTERM/SIGINT, how long in-flight items get to finish before they are cancelled and
     /// released. Default 20 s.
     public var shutdownGrace: Duration

@@ -85,3 +85,46 @@ final class GatedCompletionStore: JobStore {
         #expect(flusher.result.accepted[.succeeded] == 30 && flusher.unflushed == 0)
     }
 }
+
+/// Bulk completions alone wait for the hold (`bulkInterval`, `holdLimit`); an urgent completion, a
+/// full hold or `hurry` writes them at once.
+@Suite struct FlusherBulkHoldTests {
+    static func completions(_ ids: ClosedRange<Int64>, priority: Int) -> [Completion] {
+        ids.map { id in
+            Completion(item: ClaimedItem(id: id, jobID: 1, accountID: nil, payload: nil, attempt: 1, maxAttempts: 3,
+                                         priority: priority),
+                       kind: "k", state: .succeeded, result: ResultRecord(outcome: TestOutcome.ok))
+        }
+    }
+
+    @Test func bulkCompletionsWaitForTheHoldAndGoWithTheFirstUrgentOne() async throws {
+        let store = GatedCompletionStore()
+        store.gateOpen.store(true, ordering: .sequentiallyConsistent)
+        // A hold of a minute: nothing but the events below can end it within the test.
+        let flusher = Flusher(store: store, owner: "w", writes: ["k": .none], maxItems: 100, interval: .milliseconds(1),
+                              bulkInterval: .seconds(60), holdLimit: 10, closeGrace: .seconds(5), clock: SystemClock(),
+                              inFlight: InFlightSet(), logger: quietLogger(), progress: Wakeup(), abort: Latch())
+        let run = Task { await flusher.run() }
+        let calls = { store.sizes.withLock { $0 } }
+
+        Self.completions(1...3, priority: JobPriority.bulk).forEach(flusher.add)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(calls().isEmpty, "three bulk completions are held")
+        // An urgent completion (a sign-in's) is written at once, and takes the held ones along.
+        Self.completions(4...4, priority: JobPriority.mostUrgent).forEach(flusher.add)
+        try await waitUntil("the urgent completion's statement") { calls() == [4] }
+        // Bulk again: held until the hold is full (holdLimit 10), then written together.
+        Self.completions(5...13, priority: 7).forEach(flusher.add)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(calls() == [4], "nine bulk completions are held")
+        Self.completions(14...14, priority: 7).forEach(flusher.add)
+        try await waitUntil("the full hold's statement") { calls() == [4, 10] }
+        // Two more, then hurry (backpressure, a drain's end): written at once.
+        Self.completions(15...16, priority: 7).forEach(flusher.add)
+        await flusher.waitUntilIdle()
+        #expect(calls() == [4, 10, 2])
+        flusher.close()
+        await run.value
+        #expect(flusher.result.accepted[.succeeded] == 16)
+    }
+}
