@@ -18,6 +18,8 @@ final class InterceptingStore: JobStore {
     let backlogCalls = Atomic<Int>(0)
     /// Holds one claim until released (a claim that takes long), when armed.
     let hold = ClaimHold()
+    /// Runs before each completion statement (a statement that takes long), when set.
+    private let beforeComplete = Mutex<(@Sendable ([Completion]) async -> Void)?>(nil)
 
     init(inner: MemoryJobStore, complete: @escaping @Sendable ([Completion]) -> DatabaseError? = { _ in nil },
          claim: @escaping @Sendable () -> DatabaseError? = { nil }) {
@@ -30,6 +32,10 @@ final class InterceptingStore: JobStore {
         completeFault.withLock { $0 = fault }
     }
 
+    func gateCompletions(_ gate: @escaping @Sendable ([Completion]) async -> Void) {
+        beforeComplete.withLock { $0 = gate }
+    }
+
     func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
         await hold.pass()
         if let error = claimFault.withLock({ $0 })() { throw error }
@@ -38,6 +44,7 @@ final class InterceptingStore: JobStore {
     func jobs(ids: [Int64]) async throws -> [JobRecord] { try await inner.jobs(ids: ids) }
     func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
         completeCalls.add(1, ordering: .relaxed)
+        if let gate = beforeComplete.withLock({ $0 }) { await gate(completions) }
         if let error = completeFault.withLock({ $0 })(completions) { throw error }
         return try await inner.complete(completions, owner: owner, writes: writes)
     }
