@@ -23,12 +23,11 @@ final class Flusher: Sendable {
         var writing = 0
         /// Statements being written now (at most `parallelWrites`).
         var activeWrites = 0
-        /// `hurry()` was called since the last batch was taken.
-        var hurried = false
+        var hurried = false   // `hurry()` was called since the last batch was taken
         /// When the oldest completion in `buffer` arrived (nil while it is empty).
         var oldestAt: Date?
-        /// `buffer` holds a completion of a job more urgent than `JobPriority.bulk`.
-        var urgentBuffered = false
+        /// Completions in `buffer` of jobs more urgent than `JobPriority.bulk`.
+        var urgentBuffered = 0
         /// The loop is holding bulk completions: an urgent one arriving cuts the hold short.
         var holding = false
         var closed = false
@@ -100,13 +99,12 @@ final class Flusher: Sendable {
     }
 
     func add(_ completion: Completion) {
-        let urgentItem = completion.item.priority < JobPriority.bulk
-        let arrivedAt = clock.now
+        let urgentItem = Self.isUrgent(completion)
         let (full, cutHold) = state.withLock { s -> (Bool, Bool) in
-            if s.buffer.isEmpty { s.oldestAt = arrivedAt }
+            if s.buffer.isEmpty { s.oldestAt = clock.now }
             s.buffer.append(completion)
             s.peak = max(s.peak, s.buffer.count + s.writing)
-            if urgentItem { s.urgentBuffered = true }
+            if urgentItem { s.urgentBuffered += 1 }
             return (s.buffer.count == maxItems && s.activeWrites > 0, s.holding && (urgentItem || s.buffer.count >= holdLimit))
         }
         arrived.signal()
@@ -176,10 +174,9 @@ final class Flusher: Sendable {
         }
     }
 
-    /// Statements written at once. While one batch is written the next fills; once it is full
-    /// (or the flusher is hurried or closed) it is written beside the first instead of waiting for
-    /// it, on a second connection from the pool, so a database with a spare core keeps pace with
-    /// the claims. A partial batch still waits for the write before it, as with one slot.
+    /// Statements written at once. While one batch is written the next fills; once full (or
+    /// hurried, or closed) it is written beside the first on a second pool connection, so the
+    /// writes keep pace with the claims. A partial batch still waits for the write before it.
     static let parallelWrites = 2
 
     /// What the loop does next.
@@ -234,7 +231,7 @@ final class Flusher: Sendable {
             }
             guard s.activeWrites < Self.parallelWrites,
                   s.activeWrites == 0 || s.buffer.count >= maxItems || s.closed || s.hurried else { return .awaitWrite }
-            if bulkInterval > interval, !s.closed, !s.hurried, !s.urgentBuffered, s.buffer.count < holdLimit,
+            if bulkInterval > interval, !s.closed, !s.hurried, s.urgentBuffered == 0, s.buffer.count < holdLimit,
                let oldest = s.oldestAt {
                 let left = bulkInterval.seconds - now.timeIntervalSince(oldest)
                 if left > 0.001 {
@@ -249,10 +246,13 @@ final class Flusher: Sendable {
             s.writing += n
             s.activeWrites += 1
             s.oldestAt = s.buffer.isEmpty ? nil : now
-            s.urgentBuffered = s.buffer.contains { $0.item.priority < JobPriority.bulk }
+            s.urgentBuffered -= taken.reduce(0) { $0 + (Self.isUrgent($1) ? 1 : 0) }
             return .write(taken, closed: s.closed)
         }
     }
+
+    /// A completion of a job more urgent than `JobPriority.bulk` (a sign-in, a notification).
+    private static func isUrgent(_ c: Completion) -> Bool { c.item.priority < JobPriority.bulk }
 
     /// A batch of `count` was written (or left): frees its slot and wakes whoever waits for it.
     private func finished(_ count: Int) {
