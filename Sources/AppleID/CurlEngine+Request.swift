@@ -25,7 +25,7 @@ extension CurlEngine {
             ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
             ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
             ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, policy.curlHTTPVersion),
-            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, policy.pipeWait),
+            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, servedHTTP1 ? 0 : policy.pipeWait),
             ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
             ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList),
             ccurl_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION, curlWriteBody),
@@ -87,6 +87,7 @@ extension CurlEngine {
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         counters.record(curlVersion: version, newConnections: connects)
+        noteResponseVersion(version)
         return HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)
     }
 

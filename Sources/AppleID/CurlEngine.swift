@@ -41,6 +41,10 @@ final class CurlEngine: @unchecked Sendable {
     private var active: [Int: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// HTTP/2 was asked for and the server answered in HTTP/1.1: the HTTP/1.1 caps apply and new
+    /// transfers no longer wait to multiplex (`noteResponseVersion`). The engine talks to one
+    /// host (Apple's), so one answer decides.
+    private(set) var servedHTTP1 = false
     /// Each easy handle's `CURLOPT_ERRORBUFFER` (`CURL_ERROR_SIZE` bytes): libcurl's detailed text
     /// of a failure, e.g. which host name a certificate did not match.
     private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
@@ -60,6 +64,16 @@ final class CurlEngine: @unchecked Sendable {
         let listed = [getenv("no_proxy"), getenv("NO_PROXY")].compactMap { $0.map { String(cString: $0) } }.filter { !$0.isEmpty }
         self.noProxy = (["127.0.0.0/8", "::1"] + listed.prefix(1)).joined(separator: ",")
         for (option, value) in policy.multiOptions { _ = ccurl_multi_setopt_long(multi, option, value) }
+    }
+
+    /// Records the HTTP version (`CURL_HTTP_VERSION_*`) of an answer. The first HTTP/1.x answer
+    /// to an HTTP/2 request lifts the HTTP/2 connection cap to the HTTP/1.1 one; transfers
+    /// libcurl held back for the lower cap start as others finish. Loop thread only.
+    func noteResponseVersion(_ curlVersion: Int) {
+        guard !servedHTTP1, policy.httpVersion == .http2,
+              curlVersion == Int(CURL_HTTP_VERSION_1_1) || curlVersion == Int(CURL_HTTP_VERSION_1_0) else { return }
+        servedHTTP1 = true
+        for (option, value) in policy.http1FallbackMultiOptions { _ = ccurl_multi_setopt_long(multi, option, value) }
     }
 
     func nextID() -> Int { idCounter.wrappingAdd(1, ordering: .relaxed).newValue }
