@@ -27,11 +27,6 @@ cleanup() {
 trap cleanup EXIT
 
 scripts/install-deps.sh
-if ! command -v nghttpx >/dev/null; then
-  echo "installing: nghttp2-proxy" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-proxy >/dev/null
-fi
 eval "$(scripts/pg-up.sh "$pgdir" "${H2_BENCH_PG_PORT:-54337}")"
 export PGHOST PGPORT PGUSER
 export PGDATABASE=siwa_h2bench
@@ -47,24 +42,7 @@ export SIWA_TEAM_ID=H2BENCHTM1 SIWA_KEY_ID=H2BENCHKEY SIWA_CLIENT_ID=com.example
 export SIWA_KEY_FILE="$work/AuthKey_H2BENCHKEY.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
 export SIWA_SANDBOX_MODE=1
 
-# CPU seconds (user + system) of a process and its live children (nghttpx forks its worker).
-tree_cpu() {
-  python3 - "$1" <<'PY'
-import os, sys
-tick, root, total = os.sysconf("SC_CLK_TCK"), int(sys.argv[1]), 0
-for entry in os.listdir("/proc"):
-    if not entry.isdigit():
-        continue
-    try:
-        raw = open(f"/proc/{entry}/stat").read()
-    except OSError:
-        continue
-    f = raw[raw.rindex(")") + 2:].split()
-    if int(entry) == root or int(f[1]) == root:
-        total += int(f[11]) + int(f[12])
-print(total / tick)
-PY
-}
+. scripts/edge-proxy.sh   # edge_proxy_start, tree_cpu
 
 # The sandbox: its own HTTPS when this build has `sandbox --tls`, else plain http on loopback.
 tls_flag=
@@ -76,29 +54,8 @@ sandbox_url=$(grep -oE 'https?://[0-9.:]*' "$work/sandbox.out" | head -n1)
 [ -n "$sandbox_url" ] || { echo "sandbox did not start" >&2; cat "$work/sandbox.err" >&2; exit 1; }
 sandbox_ca=$(grep -o 'CA file: .*' "$work/sandbox.out" | head -n1 | cut -d' ' -f3- || true)
 
-# nghttpx's certificate (P-256, 127.0.0.1 and localhost, one day), made with the openssl CLI.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=siwa-h2bench proxy" \
-  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$work/proxy.key" -out "$work/proxy.pem" 2>/dev/null
-# One bundle the worker trusts: the proxy's certificate and the sandbox's CA (if it has one).
-cat "$work/proxy.pem" ${sandbox_ca:+"$sandbox_ca"} > "$work/trust.pem"
-export SIWA_CA_FILE="$work/trust.pem"
-
-proxy_port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
-backend="127.0.0.1,${sandbox_url##*:};;proto=http/1.1"
-backend_tls=()
-if [ "${sandbox_url%%:*}" = https ]; then
-  backend="$backend;tls;sni=localhost"   # nghttpx checks the backend's name (not an IP SAN)
-  backend_tls=(--cacert="$sandbox_ca")
-fi
-# One worker thread; no access log (it costs CPU); the backend leg is HTTP/1.1, pooled.
-nghttpx --conf=/dev/null --no-ocsp --frontend="127.0.0.1,$proxy_port" --backend="$backend" "${backend_tls[@]}" --workers=1 \
-  --frontend-http2-max-concurrent-streams=100 --backend-keep-alive-timeout=30s \
-  --errorlog-file="$work/nghttpx.err" "$work/proxy.key" "$work/proxy.pem" &
-proxy_pid=$!
-for _ in $(seq 1 100); do
-  curl -s -o /dev/null --cacert "$work/proxy.pem" "https://127.0.0.1:$proxy_port/" && break; sleep 0.1
-done
-proxy_url="https://127.0.0.1:$proxy_port"
+edge_proxy_start "$work" "$sandbox_url" "$sandbox_ca"
+export SIWA_CA_FILE=$proxy_trust
 h2_check=$(curl -s -o /dev/null -w '%{http_version}' --http2 --cacert "$work/proxy.pem" "$proxy_url/" || true)
 echo "sandbox $sandbox_url, nghttpx $proxy_url (curl's check: HTTP/$h2_check over the proxy)"
 

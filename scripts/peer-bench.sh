@@ -7,7 +7,10 @@
 # private (work refuses group-readable keys) and reads the job id from the first line of enqueue.
 #
 # Usage: scripts/peer-bench.sh [ACCOUNTS (40000)] ["C1 C2 ..." ("64 256 512")]
-# Env: LATENCY_MS (50); REFRESH_ID_TOKEN (off, as the issue's table; on for id_tokens);
+# Both sides reach the sandbox over HTTPS through nghttpx (scripts/edge-proxy.sh), an HTTP/2 + TLS
+# front end as Apple's edge is: each client speaks what it can (siwa-jobs HTTP/2 by default, the
+# Python peer's aiohttp HTTP/1.1). FRONT=direct: both straight to `sandbox --tls` (HTTP/1.1).
+# Env: FRONT (nghttpx); LATENCY_MS (50); REFRESH_ID_TOKEN (off, as the issue's table; on for id_tokens);
 #      PEERS_DIR (../shared/peers from the repository); PEERS_RUN (the peers' run folder);
 #      SIWA_HTTP_VERSION (passed to siwa-jobs); BIN (default: the release build).
 # Prints per system and C: items/s, % of C/L, client CPU ms/item, PostgreSQL CPU ms/item,
@@ -32,7 +35,7 @@ SYSTEMS="siwa-jobs python-peer"; [ -x "$GOPEER" ] && SYSTEMS="$SYSTEMS go-peer"
 ADMIN="$(PEERS_DB=postgres "$PEERS/pg.sh" url)"; export DATABASE_URL="$("$PEERS/pg.sh" url)"
 psql "$ADMIN" -qX -c "DROP DATABASE IF EXISTS peers WITH (FORCE)" -c "CREATE DATABASE peers"
 PGDATA_DIR=$PEERS_RUN/pg
-sb=; trap '[ -n "$sb" ] && kill $sb 2>/dev/null; true' EXIT
+sb= proxy_pid=; trap '[ -n "$sb" ] && kill $sb 2>/dev/null; [ -n "$proxy_pid" ] && kill $proxy_pid 2>/dev/null; true' EXIT
 "$BIN" migrate >/dev/null
 "$BIN" keygen --out "$W/AuthKey_PEERKEY001.p8" >/dev/null; "$BIN" keygen --token-key --out "$W/token.key" >/dev/null
 export SIWA_TEAM_ID=PEERTEAM01 SIWA_KEY_ID=PEERKEY001 SIWA_CLIENT_ID=com.example.peer SIWA_SANDBOX_MODE=1
@@ -44,11 +47,19 @@ sandbox_env "$W/sb.out" || { cat "$W/sb.err" >&2; exit 1; }
 ca=${SIWA_CA_FILE:-}
 echo "sandbox: $SIWA_APPLE_BASE_URL${ca:+ (CA $ca)}, latency $LAT ms, refresh id_token ${REFRESH_ID_TOKEN:-off}; $ACCOUNTS accounts"
 "$BIN" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
+FRONT=${FRONT:-nghttpx}
+. scripts/edge-proxy.sh   # edge_proxy_start, tree_cpu
+if [ "$FRONT" = nghttpx ]; then
+  edge_proxy_start "$W" "$SIWA_APPLE_BASE_URL" "${SIWA_CA_FILE:-}"
+  export SIWA_APPLE_BASE_URL=$proxy_url SIWA_CA_FILE=$proxy_trust
+  echo "front end: nghttpx $proxy_url (HTTP/2 and HTTP/1.1 over TLS) -> sandbox"
+fi
+pxcpu() { if [ -n "$proxy_pid" ]; then tree_cpu "$proxy_pid"; else echo 0; fi; }
 cpu() { python3 scripts/cpu-seconds.py "$@"; }
 reset() { psql "$DATABASE_URL" -qXc "UPDATE siwa.accounts SET token_checked_at=NULL, token_status='unknown'" -c "VACUUM ANALYZE" >/dev/null; }
 for c in $CS; do
   for sys in $SYSTEMS; do
-    reset; p0=$(cpu --postgres "$PGDATA_DIR"); s0=$(cpu --pid $sb)
+    reset; p0=$(cpu --postgres "$PGDATA_DIR"); s0=$(cpu --pid $sb); x0=$(pxcpu)
     if [ $sys = siwa-jobs ]; then
       enq=$("$BIN" enqueue refresh-validation); job=$(echo "$enq" | head -1 | grep -o 'job [0-9]*' | cut -d' ' -f2)
       out=$("$BIN" work --drain --stats --concurrency "$c" 2>"$W/worker.log")
@@ -66,18 +77,19 @@ PY
     else
       line=$("$PY" "$PEERS/siwa_peer.py" --concurrency "$c")
     fi
-    sleep 1; p1=$(cpu --postgres "$PGDATA_DIR"); s1=$(cpu --pid $sb)   # let the client's backends exit first
-    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['pg_cpu_s']=round($p1-$p0,2); d['sandbox_cpu_s']=round($s1-$s0,2); d['bound_per_s']=round($c/($LAT/1000)); print(json.dumps(d))" >> "$W/e2e.jsonl"
+    sleep 1; p1=$(cpu --postgres "$PGDATA_DIR"); s1=$(cpu --pid $sb); x1=$(pxcpu)   # let the client's backends exit first
+    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['pg_cpu_s']=round($p1-$p0,2); d['sandbox_cpu_s']=round($s1-$s0,2); d['proxy_cpu_s']=round($x1-$x0,2); d['bound_per_s']=round($c/($LAT/1000)); print(json.dumps(d))" >> "$W/e2e.jsonl"
     tail -1 "$W/e2e.jsonl"
   done
 done
 python3 - "$W/e2e.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"\n{'system':<12}{'C':>5}{'items/s':>9}{'of C/L':>8}{'client CPU ms/item':>20}{'PG ms/item':>11}{'sandbox ms/item':>16}{'RSS MB':>8}{'valid/invalid':>15}")
+print(f"\n{'system':<12}{'C':>5}{'items/s':>9}{'of C/L':>8}{'client CPU ms/item':>20}{'PG ms/item':>11}{'sandbox ms/item':>16}{'proxy ms/item':>14}{'RSS MB':>8}{'valid/invalid':>15}")
 for r in rows:
     print(f"{r['system']:<12}{r['concurrency']:>5}{r['items_per_s']:>9}{100*r['items_per_s']/r['bound_per_s']:>7.0f}%"
           f"{1000*r['drain_cpu_s']/r['n']:>20.3f}{1000*r['pg_cpu_s']/r['n']:>11.3f}{1000*r['sandbox_cpu_s']/r['n']:>16.3f}"
+          f"{1000*r.get('proxy_cpu_s', 0)/r['n']:>14.3f}"
           f"{r['peak_rss_mb']:>8.1f}{str(r['valid'])+'/'+str(r['invalid']):>15}")
 by = {(r['system'], r['concurrency']): r for r in rows}
 for c in sorted({r['concurrency'] for r in rows}):

@@ -19,21 +19,23 @@ extension PostgresJobStore {
     public func claim(owner: String, kinds: [String], limit: Int, lease: Duration) async throws -> [ClaimedItem] {
         guard limit > 0 else { return [] }
         let leaseSeconds = lease.seconds
+        let countCap = SQL(unsafeSQL: String(Self.dueCountCap(limit)))
         let (shares, rows) = try await pool.withConnection { conn -> ([ClaimShares.Share], [PostgresRow]) in
             let due = try await conn.query(("""
                 SELECT r.id, r.priority::int AS priority,
-                       CASE WHEN r.alone_last THEN \(limit) ELSE
+                       CASE WHEN r.alone_last THEN \(countCap) ELSE
                            (SELECT count(*)::int FROM (
                                 SELECT FROM siwa.job_items i
                                 WHERE i.job_id = r.id AND i.state = 'available' AND i.run_at <= now()
-                                ORDER BY i.run_at, i.id LIMIT \(limit)) d)
+                                ORDER BY i.run_at, i.id LIMIT \(countCap)) d)
                        END AS due
                 FROM (SELECT j.id, j.priority,
                              count(*) OVER (PARTITION BY j.priority) = 1 AND j.priority = max(j.priority) OVER () AS alone_last
                       FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds))) r
                 """ as SQL).reusingPlan())
             let jobs = try due.map { row in
-                ClaimShares.DueJob(jobID: try row.decode("id"), priority: try row.decode("priority"), due: try row.decode("due"))
+                ClaimShares.DueJob(jobID: try row.decode("id"), priority: try row.decode("priority"),
+                                   due: min(try row.decode("due", as: Int.self), limit))
             }
             let shares = ClaimShares.split(jobs, batch: limit)
             guard !shares.isEmpty else { return ([], []) }
@@ -69,6 +71,17 @@ extension PostgresJobStore {
                 priority: priorities[jobID] ?? JobPriority.mostUrgent)
         }
         return items.sorted { ($0.priority, $0.id) < ($1.priority, $1.id) }
+    }
+
+    /// The job-choice statement counts due items up to this literal, `limit` rounded up to a power
+    /// of two (at least 64), and the claim clamps the counts to `limit`: its only bind is then the
+    /// kinds, so PostgreSQL reuses one generic plan per connection and cap. With the limit as a
+    /// bind it planned the statement anew on every claim (0.45 ms each, 11 times its run time;
+    /// pg_stat_statements in a C=256 validation drain: 6% of PostgreSQL's CPU).
+    static func dueCountCap(_ limit: Int) -> Int {
+        var cap = 64
+        while cap < limit { cap *= 2 }
+        return cap
     }
 
     /// One locking range per share, joined by `UNION ALL` (each a subquery: a set operation
