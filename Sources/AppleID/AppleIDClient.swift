@@ -104,8 +104,8 @@ public struct AppleIDClient: Sendable {
         }
         var headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
         if let bearer { headers.append(("Authorization", "Bearer " + bearer)) }
-        let body = FormEncoding.encode(fields + [("client_id", clientID), ("client_secret", secret)])
-        let request = HTTPRequest(method: "POST", url: baseURL + endpoint.rawValue, headers: headers, body: Array(body.utf8),
+        let body = FormEncoding.encodedBytes(fields + [("client_id", clientID), ("client_secret", secret)])
+        let request = HTTPRequest(method: "POST", url: baseURL + endpoint.rawValue, headers: headers, body: body,
                                   timeout: timeout)
         return try await send(request, gated: endpoint)
     }

@@ -6,6 +6,11 @@
 public enum FormEncoding {
     /// `name=value&name=value` in the given order, built in one buffer.
     public static func encode(_ fields: [(String, String)]) -> String {
+        String(decoding: encodedBytes(fields), as: UTF8.self)
+    }
+
+    /// `encode(fields)` as UTF-8 bytes, the request body itself (no String in between).
+    public static func encodedBytes(_ fields: [(String, String)]) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 32)
         for (index, field) in fields.enumerated() {
@@ -14,7 +19,7 @@ public enum FormEncoding {
             out.append(UInt8(ascii: "="))
             append(field.1, to: &out)
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 
     /// Percent-encodes one name or value.
@@ -25,14 +30,23 @@ public enum FormEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Appends `text` encoded. Text that needs no escape (a client_secret JWT, a refresh token:
+    /// base64url and dots) is copied in one go.
     private static func append(_ text: String, to out: inout [UInt8]) {
-        for byte in text.utf8 {
-            if isUnreserved(byte) {
-                out.append(byte)
-            } else {
-                out.append(UInt8(ascii: "%"))
-                out.append(hexDigit(byte >> 4))
-                out.append(hexDigit(byte & 0x0F))
+        var text = text
+        text.withUTF8 { bytes in
+            if bytes.allSatisfy(isUnreserved) {
+                out.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                if isUnreserved(byte) {
+                    out.append(byte)
+                } else {
+                    out.append(UInt8(ascii: "%"))
+                    out.append(hexDigit(byte >> 4))
+                    out.append(hexDigit(byte & 0x0F))
+                }
             }
         }
     }

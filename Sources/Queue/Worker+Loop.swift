@@ -120,8 +120,11 @@ extension Worker {
                             return .claimed(batch)
                         }
                     }
-                    while s.inflight < concurrency, !s.ready.isEmpty, flusher.unflushed + s.inflight < bound {
-                        let next = s.ready.removeFirst()
+                    // Started from the front, removed together after (one shift of the buffer, not one per item).
+                    var started = 0
+                    while s.inflight < concurrency, started < s.ready.count, flusher.unflushed + s.inflight < bound {
+                        let next = s.ready[started]
+                        started += 1
                         group.addTask { [self] in
                             if Task.isCancelled || self.isPaused(next.item.jobID) {
                                 return .item(next.item, kind: next.kind, .released)
@@ -130,6 +133,7 @@ extension Worker {
                         }
                         s.inflight += 1
                     }
+                    if started > 0 { s.ready.removeFirst(started) }
                 }
                 if s.inflight == 0 && s.ready.isEmpty && !s.claiming {
                     if isStopping {

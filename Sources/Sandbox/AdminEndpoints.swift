@@ -14,11 +14,14 @@ final class AdminEndpoints: Sendable {
     let plan: FaultPlan
     let keys: SigningKeySet
     let throttle: RateThrottle
+    /// Signs the id_tokens of users registered as signed in (`sign_in`).
+    let apple: AppleEndpoints
 
-    init(model: SandboxModel, plan: FaultPlan, keys: SigningKeySet, throttle: RateThrottle = RateThrottle(defaultLimit: nil)) {
+    init(model: SandboxModel, plan: FaultPlan, apple: AppleEndpoints, throttle: RateThrottle = RateThrottle(defaultLimit: nil)) {
         self.model = model
         self.plan = plan
-        self.keys = keys
+        self.keys = apple.keySet
+        self.apple = apple
         self.throttle = throttle
     }
 
@@ -96,6 +99,9 @@ final class AdminEndpoints: Sendable {
             var state: String?
         }
         var tokens: [Token]
+        /// The users signed in now: their id_tokens are signed at once and refresh answers within
+        /// the reuse window hand them out (`AppleEndpoints.signInAhead`). Absent: false.
+        var sign_in: Bool?
     }
 
     private func registerTokens(_ body: [UInt8]) throws -> HTTPServerResponse {
@@ -113,7 +119,13 @@ final class AdminEndpoints: Sendable {
             out.append(SandboxRefreshToken(token: t.token, teamID: t.team_id, clientID: t.client_id, sub: t.sub, revoked: revoked))
         }
         model.registerRefreshTokens(out)
-        return .adminJSON("{\"registered\":\(out.count)}")
+        var signed = 0
+        if input.sign_in == true {
+            let users = out.filter { !$0.revoked }.map { IDTokenCache.Key(teamID: $0.teamID, clientID: $0.clientID, sub: $0.sub) }
+            signed = apple.signInAhead(users, now: Int(model.now))
+            model.counters.withLock { $0.idTokensSigned += signed }
+        }
+        return .adminJSON("{\"registered\":\(out.count),\"id_tokens_signed\":\(signed)}")
     }
 
     private func truth(_ req: HTTPServerRequest) throws -> HTTPServerResponse {

@@ -139,9 +139,7 @@ final class AppleEndpoints: Sendable {
             tally.idTokenReused = true
             return reused
         }
-        let claims = "{\"iss\":\"https://appleid.apple.com\",\"aud\":\(JSONText.quote(clientID)),"
-            + "\"exp\":\(now + Self.idTokenLifetime),\"iat\":\(now),\"sub\":\(JSONText.quote(sub)),\"auth_time\":\(now)}"
-        guard let signed = try? keySet.signed(claimsJSON: claims) else { return nil }
+        guard let signed = try? keySet.signed(claimsJSON: Self.idTokenClaims(clientID: clientID, sub: sub, now: now)) else { return nil }
         tally.idTokenSigned = true
         idTokens.keep(signed.token, kid: signed.kid, iat: now, for: key)
         return signed.token

@@ -19,7 +19,7 @@ final class SandboxHandler: Sendable {
         self.apple = apple
         self.plan = plan
         self.throttle = throttle
-        self.admin = AdminEndpoints(model: model, plan: plan, keys: apple.keySet, throttle: throttle)
+        self.admin = AdminEndpoints(model: model, plan: plan, apple: apple, throttle: throttle)
     }
 
     static func bodyLimit(path: String) -> Int {

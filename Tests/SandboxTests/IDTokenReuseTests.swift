@@ -120,4 +120,36 @@ import Testing
         #expect(cache.count == 1 && cache.reusable(key(8), kid: "k", now: 1_301) == "fresh-8")
         #expect(cache.reusable(key(8), kid: "other", now: 1_301) == nil, "another signing key: not reused")
     }
+
+    /// Tokens registered as signed in (`seed` does) get their id_tokens signed at registration,
+    /// once per valid user; the refresh answers within the window hand those out and sign nothing.
+    /// Registered without `sign_in`, nothing is signed until the refresh.
+    @Test func usersRegisteredAsSignedInGetTheirIDTokensSignedAtRegistration() throws {
+        let f = try SandboxFixture()
+        func register(_ prefix: String, signIn: Bool?) throws -> [String: Any]? {
+            let tokens = (0..<3).map { i in
+                "{\"token\":\"\(prefix)-\(i)\",\"team_id\":\"\(SandboxFixture.teamID)\",\"client_id\":\"\(SandboxFixture.clientID)\","
+                    + "\"sub\":\"000111.\(prefix)\(i).0001\",\"state\":\"\(i == 2 ? "revoked" : "valid")\"}"
+            }
+            let flag = signIn.map { ",\"sign_in\":\($0)" } ?? ""
+            return f.json(try f.postJSON("/__sandbox/refresh-tokens", "{\"tokens\":[\(tokens.joined(separator: ","))]\(flag)}"))
+        }
+        let signedIn = try register("in", signIn: true)
+        #expect(signedIn?["registered"] as? Int == 3 && signedIn?["id_tokens_signed"] as? Int == 2, "the two valid users")
+        #expect(f.model.stats().idTokensSigned == 2)
+        let issuedAt = Int(f.now)
+        f.clock.advance(by: .seconds(120))
+        for i in 0..<2 {
+            let token = try idToken(f, "in-\(i)")
+            #expect(token.claims["sub"] as? String == "000111.in\(i).0001" && token.claims["iat"] as? Int == issuedAt)
+            #expect(token.claims["aud"] as? String == SandboxFixture.clientID && (token.claims["exp"] as? Int ?? 0) > Int(f.now))
+            #expect(try verifies(f, token))
+        }
+        #expect(f.model.stats().idTokensSigned == 2 && f.model.stats().idTokensReused == 2, "nothing signed on the refresh path")
+
+        let notSignedIn = try register("out", signIn: nil)
+        #expect(notSignedIn?["id_tokens_signed"] as? Int == 0)
+        _ = try idToken(f, "out-0")
+        #expect(f.model.stats().idTokensSigned == 3 && f.model.stats().idTokensReused == 2, "signed when refreshed")
+    }
 }

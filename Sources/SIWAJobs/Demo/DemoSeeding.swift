@@ -10,7 +10,8 @@ public struct SeedConflictError: Error, CustomStringConvertible, Sendable {
 
 /// `siwa-jobs seed`: demo accounts registered with the sandbox, so that the sandbox's truth and
 /// the database agree: the team's key first, then the accounts (`Seeder`), then their refresh
-/// tokens; accounts whose tokens the sandbox refused are deleted again.
+/// tokens, as users who signed in now (the sandbox signs their id_tokens then, not on the refresh
+/// path); accounts whose tokens the sandbox refused are deleted again.
 public struct DemoSeeding: Sendable {
     let pool: PostgresPool
     let keyring: TokenKeyring
@@ -42,7 +43,8 @@ public struct DemoSeeding: Sendable {
             throw SeedConflictError()
         }
         do {
-            try await admin.registerRefreshTokens(report.tokens, teamID: credentials.teamID, clientID: credentials.clientID)
+            try await admin.registerRefreshTokens(report.tokens, teamID: credentials.teamID, clientID: credentials.clientID,
+                                                  signedIn: true)
         } catch {
             // Undo: accounts whose tokens the sandbox does not know would skew its truth.
             _ = try? await pool.execute("DELETE FROM siwa.accounts WHERE id = ANY(\(report.accountIDs))")

@@ -38,14 +38,18 @@ public struct SandboxAdminClient: Sendable {
     }
 
     /// Registers refresh tokens in batches of `batchSize`.
-    public func registerRefreshTokens(_ tokens: [SeededToken], teamID: String, clientID: String, batchSize: Int = 10_000) async throws {
+    /// - Parameter signedIn: the users signed in now: the sandbox signs their id_tokens at once
+    ///   and hands them out in refresh answers within its reuse window (5 min by default), as
+    ///   Apple signs one at sign-in; refresh answers then sign nothing on the request path.
+    public func registerRefreshTokens(_ tokens: [SeededToken], teamID: String, clientID: String, batchSize: Int = 10_000,
+                                      signedIn: Bool = false) async throws {
         var start = 0
         while start < tokens.count {
             let slice = tokens[start..<min(start + batchSize, tokens.count)]
             let entries: [[String: String]] = slice.map {
                 ["token": $0.token, "team_id": teamID, "client_id": clientID, "sub": $0.sub, "state": $0.state]
             }
-            _ = try await post("/__sandbox/refresh-tokens", ["tokens": entries])
+            _ = try await post("/__sandbox/refresh-tokens", ["tokens": entries, "sign_in": signedIn])
             start += batchSize
         }
     }
