@@ -72,8 +72,16 @@ public struct Seeder: Sendable {
                 FROM STDIN WITH (FORMAT csv)
                 """, chunks: toCopy)
         }
+        if copied >= Self.vacuumAfter {
+            // As after any bulk load: planner statistics, hint bits and the visibility map now,
+            // not from autovacuum in the middle of the first job over these rows.
+            _ = try? await pool.execute("VACUUM (ANALYZE) siwa.accounts")
+        }
         return SeedReport(accounts: copied, accountIDs: ids, tokens: tokens)
     }
+
+    /// Seeds of at least this many accounts vacuum and analyze the table after loading.
+    static let vacuumAfter = 10_000
 
     static func makeSub() -> String {
         "000\(Int.random(in: 100...999)).\(hex(16)).\(Int.random(in: 1000...9999))"
