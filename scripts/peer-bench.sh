@@ -9,7 +9,9 @@
 # Usage: scripts/peer-bench.sh [ACCOUNTS (40000)] ["C1 C2 ..." ("64 256 512")]
 # Both sides reach the sandbox over HTTPS through nghttpx (scripts/edge-proxy.sh), an HTTP/2 + TLS
 # front end as Apple's edge is: each client speaks what it can (siwa-jobs HTTP/2 by default, the
-# Python peer's aiohttp HTTP/1.1). FRONT=direct: both straight to `sandbox --tls` (HTTP/1.1).
+# Python peer's aiohttp HTTP/1.1), with real certificate checks; the sandbox behind it speaks plain
+# HTTP on loopback (BACKEND_TLS=1: its own HTTPS too). FRONT=direct: both straight to
+# `sandbox --tls` (HTTP/1.1).
 # Env: FRONT (nghttpx); LATENCY_MS (50); REFRESH_ID_TOKEN (off, as the issue's table; on for id_tokens);
 #      PEERS_DIR (../shared/peers from the repository); PEERS_RUN (the peers' run folder);
 #      SIWA_HTTP_VERSION (passed to siwa-jobs); BIN (default: the release build).
@@ -41,13 +43,16 @@ sb= proxy_pid=; trap '[ -n "$sb" ] && kill $sb 2>/dev/null; [ -n "$proxy_pid" ] 
 export SIWA_TEAM_ID=PEERTEAM01 SIWA_KEY_ID=PEERKEY001 SIWA_CLIENT_ID=com.example.peer SIWA_SANDBOX_MODE=1
 export SIWA_KEY_FILE=$W/AuthKey_PEERKEY001.p8 SIWA_TOKEN_KEY_FILE=$W/token.key SIWA_LOG_LEVEL=warning SIWA_LOG_FORMAT=json
 . scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
+FRONT=${FRONT:-nghttpx}
+# Behind the front end the sandbox speaks plain HTTP on loopback, as a TLS-terminating edge's
+# backends do (TLS once, where the clients connect); BACKEND_TLS=1 keeps the sandbox's own HTTPS.
+if [ "$FRONT" = nghttpx ] && [ "${BACKEND_TLS:-0}" != 1 ]; then SANDBOX_TLS_FLAGS=; fi
 # shellcheck disable=SC2086
 "$BIN" sandbox --port 0 --latency-ms "$LAT" --refresh-id-token "${REFRESH_ID_TOKEN:-off}" $SANDBOX_TLS_FLAGS > "$W/sb.out" 2> "$W/sb.err" & sb=$!
 sandbox_env "$W/sb.out" || { cat "$W/sb.err" >&2; exit 1; }
 ca=${SIWA_CA_FILE:-}
 echo "sandbox: $SIWA_APPLE_BASE_URL${ca:+ (CA $ca)}, latency $LAT ms, refresh id_token ${REFRESH_ID_TOKEN:-off}; $ACCOUNTS accounts"
 "$BIN" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
-FRONT=${FRONT:-nghttpx}
 . scripts/edge-proxy.sh   # edge_proxy_start, tree_cpu
 if [ "$FRONT" = nghttpx ]; then
   edge_proxy_start "$W" "$SIWA_APPLE_BASE_URL" "${SIWA_CA_FILE:-}"
