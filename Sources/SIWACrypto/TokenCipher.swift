@@ -13,6 +13,8 @@ public struct TokenCipher: Sendable, CustomStringConvertible, CustomReflectable 
     /// Identifier of the key, stored alongside ciphertexts (e.g. "k2026-01").
     public let keyID: String
     let key: [UInt8]
+    /// Reused decryption contexts of `key` (`GCMDecryptors`).
+    let decryptors: GCMDecryptors
 
     /// - Parameter key: exactly 32 bytes.
     /// - Throws: `CryptoError` `cipher.key_length`, `cipher.key_id` (empty or > 64 chars).
@@ -25,6 +27,7 @@ public struct TokenCipher: Sendable, CustomStringConvertible, CustomReflectable 
         }
         self.keyID = keyID
         self.key = key
+        self.decryptors = GCMDecryptors(key: key)
     }
 
     /// Key material as text, as read from a file or env var: 64 hex characters, or standard /
@@ -84,31 +87,32 @@ public struct TokenCipher: Sendable, CustomStringConvertible, CustomReflectable 
         guard sealed.count >= Self.nonceSize + Self.tagSize else {
             throw CryptoError(code: "cipher.too_short", message: "sealed value is \(sealed.count) bytes; at least 28 expected")
         }
-        let nonce = Array(sealed.prefix(Self.nonceSize))
-        var tag = Array(sealed.suffix(Self.tagSize))
-        let body = Array(sealed[Self.nonceSize..<(sealed.count - Self.tagSize)])
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw OpenSSL.failure("cipher.failed", "out of memory") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
+        let bodyCount = sealed.count - Self.nonceSize - Self.tagSize
+        let ctx = try decryptors.take()
         OpenSSL.clearErrors()
-        var plaintext = [UInt8](repeating: 0, count: body.count + 16)
-        var length: Int32 = 0
-        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              copenssl_gcm_set_ivlen(ctx, Int32(Self.nonceSize)) == 1,
-              EVP_DecryptInit_ex(ctx, nil, nil, key, nonce) == 1,
-              aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
-              EVP_DecryptUpdate(ctx, &plaintext, &length, body, Int32(body.count)) == 1,
-              copenssl_gcm_set_tag(ctx, Int32(Self.tagSize), &tag) == 1 else {
-            throw OpenSSL.failure("cipher.failed", "AES-GCM decryption setup failed")
+        var plaintext = [UInt8](repeating: 0, count: bodyCount + 16)
+        var length: Int32 = 0, finalLength: Int32 = 0
+        var nonceSet = false
+        let opened = sealed.withUnsafeBufferPointer { input -> Bool? in
+            guard let nonce = input.baseAddress else { return nil }
+            let body = nonce + Self.nonceSize
+            guard EVP_DecryptInit_ex(ctx, nil, nil, nil, nonce) == 1 else { return nil }
+            nonceSet = true
+            var tag = Array(input[(Self.nonceSize + bodyCount)...])
+            return plaintext.withUnsafeMutableBufferPointer { out -> Bool? in
+                guard aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
+                      EVP_DecryptUpdate(ctx, out.baseAddress, &length, body, Int32(bodyCount)) == 1,
+                      copenssl_gcm_set_tag(ctx, Int32(Self.tagSize), &tag) == 1 else { return nil }
+                return EVP_DecryptFinal_ex(ctx, out.baseAddress.map { $0 + Int(length) }, &finalLength) == 1
+            }
         }
-        let total = Int(length)
-        let finalOK = plaintext.withUnsafeMutableBufferPointer { buffer -> Bool in
-            EVP_DecryptFinal_ex(ctx, buffer.baseAddress.map { $0 + total }, &length) == 1
-        }
-        guard finalOK else {
+        decryptors.giveBack(ctx, reusable: nonceSet)
+        guard let opened else { throw OpenSSL.failure("cipher.failed", "AES-GCM decryption setup failed") }
+        guard opened else {
             OpenSSL.clearErrors()
             throw CryptoError(code: "cipher.auth_failed", message: "authentication failed: wrong key, wrong AAD, or tampered ciphertext")
         }
-        guard let text = String(validating: plaintext.prefix(total + Int(length)), as: UTF8.self) else {
+        guard let text = String(validating: plaintext.prefix(Int(length) + Int(finalLength)), as: UTF8.self) else {
             throw CryptoError(code: "cipher.not_utf8", message: "decrypted value is not UTF-8")
         }
         return text

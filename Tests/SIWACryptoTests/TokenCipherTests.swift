@@ -30,6 +30,30 @@ import Testing
         #expect(throws: CryptoError.self) { try cipher.open(Array(sealed.prefix(27))) }
     }
 
+    /// Opens reuse decryption contexts (`GCMDecryptors`): a context that just failed (a wrong
+    /// AAD, a tampered tag) or decrypted another value must open the next one correctly, each
+    /// with its own nonce, AAD and length, in any order and from many threads at once.
+    @Test func reusedContextsOpenEveryValueAfterFailuresAndInParallel() async throws {
+        let cipher = try TokenCipher(keyID: "k1", key: key)
+        let values = (0..<40).map { i in (String(repeating: "t\(i).", count: i % 7 + 1), Array("account-\(i)".utf8)) }
+        let sealed = try values.map { try cipher.seal($0.0, aad: $0.1) }
+        for (index, value) in values.enumerated() {
+            #expect(throws: CryptoError.self) { try cipher.open(sealed[index], aad: Array("account-x".utf8)) }
+            var tampered = sealed[index]
+            tampered[tampered.count - 1] ^= 0x80
+            #expect(throws: CryptoError.self) { try cipher.open(tampered, aad: value.1) }
+            #expect(try cipher.open(sealed[index], aad: value.1) == value.0)
+        }
+        let opened = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for round in 0..<400 {
+                let index = round % values.count
+                group.addTask { try cipher.open(sealed[index], aad: values[index].1) == values[index].0 }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(opened == 400)
+    }
+
     @Test func encodedKeysHexAndBase64() throws {
         let hex = key.map { String(format: "%02x", $0) }.joined()
         let fromHex = try TokenCipher(keyID: "k", encodedKey: "  \(hex.uppercased())\n")
