@@ -11,7 +11,7 @@
 #   - the database's size after migrate, seeding, planning and the drain, and its biggest relations.
 # Options via environment: ACCOUNTS (1000000), CONCURRENCY (512), LATENCY_MS (50), ID_TOKENS (off:
 # as bench.sh; on signs an RS256 id_token per answer), SANDBOX_FLAGS (extra sandbox flags),
-# PG_DIR (/tmp/siwa-million-pg), PG_PORT (54337).
+# PG_DIR (/tmp/siwa-million-pg), PG_PORT (54338).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ACCOUNTS=${ACCOUNTS:-1000000}
@@ -25,7 +25,7 @@ cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/de
 trap cleanup EXIT
 
 scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "$pgdir" "${PG_PORT:-54337}")"
+eval "$(scripts/pg-up.sh "$pgdir" "${PG_PORT:-54338}")"
 export PGHOST PGPORT PGUSER
 export PGDATABASE=siwa_million
 unset DATABASE_URL
