@@ -98,11 +98,12 @@ public struct TokenCipher: Sendable, CustomStringConvertible, CustomReflectable 
             let body = nonce + Self.nonceSize
             guard EVP_DecryptInit_ex(ctx, nil, nil, nil, nonce) == 1 else { return nil }
             nonceSet = true
-            var tag = Array(input[(Self.nonceSize + bodyCount)...])
+            // The tag is only read (EVP_CTRL_GCM_SET_TAG copies it), so it is passed in place.
+            let tag = UnsafeMutableRawPointer(mutating: body + bodyCount)
             return plaintext.withUnsafeMutableBufferPointer { out -> Bool? in
                 guard aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1,
                       EVP_DecryptUpdate(ctx, out.baseAddress, &length, body, Int32(bodyCount)) == 1,
-                      copenssl_gcm_set_tag(ctx, Int32(Self.tagSize), &tag) == 1 else { return nil }
+                      copenssl_gcm_set_tag(ctx, Int32(Self.tagSize), tag) == 1 else { return nil }
                 return EVP_DecryptFinal_ex(ctx, out.baseAddress.map { $0 + Int(length) }, &finalLength) == 1
             }
         }

@@ -22,7 +22,7 @@ extension AppleEndpoints {
         guard refreshIDToken, idTokens.reuseSeconds > 0, !users.isEmpty else { return 0 }
         let kid = keySet.currentKID
         let chunks = max(1, min(users.count / 256, 64))
-        let signed = SignedCount()
+        let signed = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             var count = 0
             for index in stride(from: chunk, to: users.count, by: chunks) {
@@ -33,15 +33,9 @@ extension AppleEndpoints {
                 idTokens.keep(token.token, kid: token.kid, iat: now, for: user)
                 count += 1
             }
-            signed.add(count)
+            signed.add(count, ordering: .relaxed)
         }
-        return signed.total
+        return signed.load(ordering: .relaxed)
     }
 }
 
-/// A count added to from several threads.
-private final class SignedCount: Sendable {
-    private let value = Mutex(0)
-    func add(_ n: Int) { value.withLock { $0 += n } }
-    var total: Int { value.withLock { $0 } }
-}
