@@ -93,12 +93,14 @@ extension Worker {
 
     /// How many items to hold ready beyond the `concurrency` running (`prefetch`), and how far the
     /// buffer must run down before the next claim (`threshold`: the smallest claim but one at the
-    /// start, an urgent one, or the last of a job). Claims of at least min(64, C) items (C/4
-    /// at C ≥ 256), so at low concurrency the database still sees few, large claims instead of one
-    /// per handful of finished items; the buffer is twice that, so a claim lands before it runs dry.
-    /// Both are capped by `claimBatch`.
+    /// start, an urgent one, or the last of a job). Claims of at least 128 items from C = 64 on
+    /// (C/4 at C ≥ 512), min(64, C) below, so the database sees few, large claims instead of one per
+    /// handful of finished items: a claim costs about 1.1 ms whatever its size plus 19 µs per item
+    /// (PostgreSQL 15, 2 cores), so 64-item claims spent half their time on the fixed part. The
+    /// buffer is twice that, so a claim lands before it runs dry. Both are capped by `claimBatch`.
     static func claimSizes(concurrency: Int, claimBatch: Int) -> (prefetch: Int, threshold: Int) {
-        let threshold = max(1, min(claimBatch, max(concurrency / 4, min(64, concurrency))))
+        let floor = concurrency >= 64 ? 128 : min(64, concurrency)
+        let threshold = max(1, min(claimBatch, max(concurrency / 4, floor)))
         let prefetch = max(1, min(claimBatch, max(concurrency / 2, 2 * threshold)))
         return (prefetch, threshold)
     }
