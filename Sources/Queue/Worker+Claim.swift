@@ -99,8 +99,8 @@ extension Worker {
     /// (PostgreSQL 15, 2 cores), so 64-item claims spent half their time on the fixed part. The
     /// buffer is twice that, so a claim lands before it runs dry. Both are capped by `claimBatch`.
     static func claimSizes(concurrency: Int, claimBatch: Int) -> (prefetch: Int, threshold: Int) {
-        let floor = concurrency >= 64 ? 128 : min(64, concurrency)
-        let threshold = max(1, min(claimBatch, max(concurrency / 4, floor)))
+        let smallest = concurrency >= 64 ? 128 : min(64, concurrency)
+        let threshold = max(1, min(claimBatch, max(concurrency / 4, smallest)))
         let prefetch = max(1, min(claimBatch, max(concurrency / 2, 2 * threshold)))
         return (prefetch, threshold)
     }

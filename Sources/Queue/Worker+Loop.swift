@@ -39,7 +39,7 @@ extension Worker {
     /// Runs at most `concurrency` items in a task group. Claims run as a child task of the same
     /// group, ahead of need into a small local buffer, so the loop never waits on the database
     /// while items finish and a finished item's slot is refilled at once; the buffer holds at most
-    /// prefetch (min(claim batch, C/2)) items beyond the C running, most urgent first (`merged`),
+    /// a prefetch (`claimSizes`) of items beyond the C running, most urgent first (`merged`),
     /// so an urgent job's items wait behind no bulk item once claimed. Outcomes become
     /// completions for the flusher.
     ///
