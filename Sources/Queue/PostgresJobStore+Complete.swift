@@ -5,11 +5,20 @@ extension PostgresJobStore {
     /// key) with the kind's own result columns, audit rows and the kind's effect steps, all only for
     /// items `owner` still leases at the claimed attempt. A statement is atomic, so either all of an
     /// item's writes land or none. See `CompletionEffect` for what effect steps may read.
+    ///
+    /// The lease is checked the way the item was claimed (`ClaimedItem.claimedByRange`): a singly
+    /// item must still be running under `owner` at the claimed attempt; a range item must still be
+    /// untouched (available, not singly, attempt 0): a rescue or a release makes it singly, so a
+    /// late completion of a range that was handed back writes nothing. A range item's terminal
+    /// completion changes no indexed column, so its row is updated in place (HOT, no index entry).
+    /// Items are written in id order, as the rescue locks them (no deadlock between the two).
     public func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int] {
         guard !completions.isEmpty else { return [:] }
         // The items' jobs, constant, so the statement reads only their partitions of job_items.
         let jobIDs = Array(Set(completions.map(\.item.jobID))).sorted()
+        let completions = completions.sorted { $0.item.id < $1.item.id }
         var ids: [Int64] = [], jobs: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
+        var byRange: [Bool] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
         var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
         let columns = writes.resultColumns
@@ -18,6 +27,7 @@ extension PostgresJobStore {
             ids.append(c.item.id)
             jobs.append(c.item.jobID)
             attempts.append(c.item.attempt)
+            byRange.append(c.item.claimedByRange)
             states.append(c.state)
             delays.append(c.delay.seconds)
             uncharged.append(c.uncharged)
@@ -40,19 +50,25 @@ extension PostgresJobStore {
         }
         var sql: SQL = """
             WITH input AS MATERIALIZED (
-                SELECT u.*, 'running'::text AS leased_state, \(owner)::text AS leased_by FROM unnest(\(ids)::bigint[], \(jobs)::bigint[], \(attempts)::int[], \(states)::text[], \(delays)::float8[],
+                SELECT u.*,
+                       CASE WHEN u.by_range THEN 'available' ELSE 'running' END AS leased_state,
+                       CASE WHEN u.by_range THEN NULL ELSE \(owner)::text END AS leased_by,
+                       CASE WHEN u.by_range THEN 0 ELSE u.attempt END AS leased_attempt
+                FROM unnest(\(ids)::bigint[], \(jobs)::bigint[], \(attempts)::int[], \(byRange)::bool[], \(states)::text[], \(delays)::float8[],
                                      \(uncharged)::bool[], \(errors)::text[], \(outcomes)::text[], \(statuses)::int[],
                                      \(details)::jsonb[], \(auditActions)::text[], \(auditDetails)::jsonb[],
                                      \(effects)::jsonb[]\(kindArguments))
-                    AS u(item_id, job_id, attempt, state, delay_s, uncharged, last_error, outcome, http_status,
+                    AS u(item_id, job_id, attempt, by_range, state, delay_s, uncharged, last_error, outcome, http_status,
                          detail, audit_action, audit_detail, effect\(unsafeSQL: kindAliases))
             ),
             done AS (
                 UPDATE siwa.job_items i
                 SET state = u.state,
-                    attempt = CASE WHEN u.uncharged THEN i.attempt - 1 ELSE i.attempt END,
-                    first_attempt_at = CASE WHEN u.uncharged AND i.attempt <= 1 THEN NULL ELSE i.first_attempt_at END,
+                    attempt = CASE WHEN u.uncharged THEN u.attempt - 1 ELSE u.attempt END,
+                    first_attempt_at = CASE WHEN u.uncharged AND u.attempt <= 1 THEN NULL
+                                            ELSE COALESCE(i.first_attempt_at, now()) END,
                     run_at = CASE WHEN u.state = 'available' THEN now() + make_interval(secs => u.delay_s) ELSE i.run_at END,
+                    claim_singly = (u.state = 'available'),
                     lease_owner = NULL,
                     lease_expires_at = NULL,
                     last_error = COALESCE(u.last_error, i.last_error),
@@ -62,7 +78,8 @@ extension PostgresJobStore {
                 -- cannot take "this owner's running items" for a handful and rescan the batch for
                 -- each (quadratic in the batch): it finds items by key, or hashes the batch.
                 WHERE i.job_id = ANY(\(jobIDs)) AND i.id = u.item_id AND i.job_id = u.job_id
-                  AND i.state = u.leased_state AND i.lease_owner = u.leased_by AND i.attempt = u.attempt
+                  AND i.state = u.leased_state AND i.lease_owner IS NOT DISTINCT FROM u.leased_by
+                  AND i.attempt = u.leased_attempt AND i.claim_singly = NOT u.by_range
                 RETURNING i.id AS item_id, i.job_id, i.account_id, u.attempt, u.state, u.outcome, u.http_status,
                           u.detail, u.audit_action, u.audit_detail, u.effect\(unsafeSQL: kindAliases)
             ),
@@ -89,50 +106,5 @@ extension PostgresJobStore {
         var written: [Int64: Int] = [:]
         for row in rows { written[try row.decode("item_id", as: Int64.self)] = try row.decode("attempt", as: Int.self) }
         return written
-    }
-
-    /// Expired leases: back to available now (the worker died, not the item), or discarded with a
-    /// result row when the attempt that was running was the last and the first attempt is older
-    /// than `retryBudget` (an item without a first-attempt time counts as older). Compare-and-set
-    /// on the lease, so an item completed meanwhile is untouched; `sparing`'s leases are skipped.
-    public func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport {
-        let budgetSeconds = retryBudget.seconds
-        let rows = try await pool.withConnection { conn in
-            try await conn.query("""
-                WITH expired AS MATERIALIZED (
-                    SELECT id, job_id, (attempt >= max_attempts AND (first_attempt_at IS NULL
-                                OR first_attempt_at <= now() - make_interval(secs => \(budgetSeconds)))) AS spent
-                    FROM siwa.job_items
-                    WHERE state = 'running' AND lease_expires_at < now() AND lease_owner IS DISTINCT FROM \(sparing)
-                    ORDER BY lease_expires_at
-                    LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED
-                ),
-                moved AS (
-                    UPDATE siwa.job_items i
-                    SET state = CASE WHEN e.spent THEN 'discarded' ELSE 'available' END,
-                        run_at = now(),
-                        lease_owner = NULL,
-                        lease_expires_at = NULL,
-                        last_error = 'lease expired: worker lost while the item was in flight',
-                        finished_at = CASE WHEN e.spent THEN now() END
-                    FROM expired e
-                    WHERE i.id = e.id AND i.job_id = e.job_id AND i.state = 'running' AND i.lease_expires_at < now()
-                    RETURNING i.id, i.job_id, i.account_id, i.state, i.attempt
-                ),
-                written AS (
-                    INSERT INTO siwa.results (item_id, job_id, account_id, outcome, detail, attempt)
-                    SELECT id, job_id, account_id, 'discarded',
-                           '{"reason":"lease expired on the last attempt"}'::jsonb, attempt
-                    FROM moved WHERE state = 'discarded'
-                    ON CONFLICT (item_id, job_id) DO NOTHING
-                )
-                SELECT count(*) FILTER (WHERE state = 'available') AS retried,
-                       count(*) FILTER (WHERE state = 'discarded') AS discarded
-                FROM moved
-                """)
-        }
-        guard let row = rows.first else { return RescueReport(retried: 0, discarded: 0) }
-        return RescueReport(retried: try row.decode("retried"), discarded: try row.decode("discarded"))
     }
 }

@@ -76,9 +76,13 @@ public struct ClaimedItem: Sendable, Equatable {
     /// Its job's priority when it was claimed (`JobPriority`: 0 the most urgent … 9 the least): the
     /// worker starts claimed items of more urgent jobs first. 0 when the store does not say.
     public let priority: Int
+    /// True when the item was handed out as part of a claimed range (`PostgresJobStore.claim`: a
+    /// planned item, leased by its range's row, its own row untouched until it completes); false
+    /// for an item leased on its own row. The completion checks the lease the matching way.
+    public let claimedByRange: Bool
 
     public init(id: Int64, jobID: Int64, accountID: Int64?, payload: String?, attempt: Int, maxAttempts: Int,
-                firstAttemptAt: Date? = nil, priority: Int = JobPriority.mostUrgent) {
+                firstAttemptAt: Date? = nil, priority: Int = JobPriority.mostUrgent, claimedByRange: Bool = false) {
         self.id = id
         self.jobID = jobID
         self.accountID = accountID
@@ -87,5 +91,6 @@ public struct ClaimedItem: Sendable, Equatable {
         self.maxAttempts = maxAttempts
         self.firstAttemptAt = firstAttemptAt
         self.priority = priority
+        self.claimedByRange = claimedByRange
     }
 }

@@ -61,10 +61,11 @@ import Testing
         }
     }
 
-    /// Items of job 1 due later (as retries beyond the drain horizon are): the job stays active.
+    /// Items of job 1 due later (as retries beyond the drain horizon are, which are claimed singly
+    /// once due): the job stays active.
     func deferItems(_ world: SIWAWorld, count: Int) async throws {
         try await world.database.pool.execute("""
-            UPDATE siwa.job_items SET run_at = now() + interval '1 hour'
+            UPDATE siwa.job_items SET run_at = now() + interval '1 hour', claim_singly = true
             WHERE id IN (SELECT id FROM siwa.job_items WHERE job_id = 1 ORDER BY id DESC LIMIT \(count))
             """)
     }

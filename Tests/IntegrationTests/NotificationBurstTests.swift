@@ -60,11 +60,11 @@ import Testing
         try await Eventually.wait("the worker's stalled JWKS refetch", while: first, timeout: .seconds(30)) {
             world.sandbox.model.stats().faults["stall"] != nil
         }
-        try await world.waitFor("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'", atLeast: 1)
+        try await world.waitFor("SELECT COALESCE(sum(running), 0)::int FROM siwa.job_progress", atLeast: 1)
         first.signal(SIGKILL)
         _ = await first.wait()
         #expect(try await world.processedCount() == 500, "killed mid-way")
-        let leased: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'")
+        let leased: Int = try await world.database.scalar("SELECT COALESCE(sum(running), 0)::int FROM siwa.job_progress")
         #expect(leased > 0)
 
         let rerun = try BinaryProcess(["work", "--drain", "--concurrency", "16", "--lease-seconds", "2"], environment: env)

@@ -95,7 +95,7 @@ import TestSupport
         }
         try await Eventually.wait("items waiting in flight", while: worker) {
             let n: Int = try await world.database.scalar(
-                "SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND lease_owner IS NOT NULL")
+                "SELECT running::int FROM siwa.job_progress WHERE job_id = \(job.jobID)")
             return n > 1
         }
         worker.signal(SIGTERM)

@@ -55,7 +55,7 @@ import Testing
         }
         first.signal(SIGKILL)
         _ = await first.wait()
-        let running: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'")
+        let running: Int = try await world.database.scalar("SELECT COALESCE(sum(running), 0)::int FROM siwa.job_progress")
         #expect(running > 0, "the kill should leave leased items behind")
         let rerun = try await BinaryProcess.run(["work", "--drain", "--concurrency", "64"], environment: try world.environment(via: route))
         #expect(rerun.status == 0, "\(rerun.stderr.suffix(1500))")
@@ -127,7 +127,7 @@ import Testing
         worker.signal(SIGTERM)
         let status = await worker.wait()
         #expect(status == 0, "\(worker.stderr.suffix(1500))")
-        let running: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.job_items WHERE state = 'running'")
+        let running: Int = try await world.database.scalar("SELECT COALESCE(sum(running), 0)::int FROM siwa.job_progress")
         #expect(running == 0)
         let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)")
         #expect(results >= 16, "in-flight items finished and were written")

@@ -155,7 +155,7 @@ import Testing
         #expect(try await store.complete(invalid, owner: "w", writes: RefreshValidationHandler.effectWrites).count == 10)
         try await world.database.pool.execute("""
             UPDATE siwa.job_items SET state = 'discarded', lease_owner = NULL, finished_at = now()
-            WHERE job_id = \(job.jobID) AND state = 'running'
+            WHERE job_id = \(job.jobID) AND state IN ('running', 'available')
             """)
         #expect(try await store.completeFinishedJobs().isEmpty, "held: 10 of 10 judged results were invalid_grant")
         let state: String = try await world.database.scalar("SELECT state FROM siwa.jobs WHERE id = \(job.jobID)")

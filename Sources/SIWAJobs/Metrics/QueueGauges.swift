@@ -1,5 +1,6 @@
 import Metrics
 import Postgres
+import Queue
 
 /// The gauges read from the database at each scrape (or textfile write), in two short statements:
 /// the queue of running jobs (items due, scheduled and leased by kind and priority; the age of the
@@ -17,18 +18,22 @@ public struct QueueGauges: Sendable {
     public func families() async throws -> [MetricFamily] {
         try await pool.withConnection { conn in
             let queue = try await conn.query("""
-                SELECT j.kind, j.priority::int AS priority,
-                       count(*) FILTER (WHERE i.state = 'available' AND i.run_at <= now())::bigint AS due,
-                       count(*) FILTER (WHERE i.state = 'available' AND i.run_at > now())::bigint AS scheduled,
-                       count(*) FILTER (WHERE i.state = 'running')::bigint AS leased,
-                       coalesce(extract(epoch FROM now() - min(i.run_at) FILTER (
-                           WHERE i.state = 'available' AND i.run_at <= now())), 0)::float8 AS oldest_due_s
-                FROM (SELECT job_id, state, run_at FROM siwa.job_items WHERE state = 'available'
-                      UNION ALL
-                      SELECT job_id, state, run_at FROM siwa.job_items WHERE state = 'running' AND lease_expires_at IS NOT NULL) i
-                JOIN siwa.jobs j ON j.id = i.job_id
-                WHERE j.state = 'running'
-                GROUP BY j.kind, j.priority ORDER BY j.kind, j.priority
+                WITH live AS MATERIALIZED (SELECT id, kind, priority, claim_cursor FROM siwa.jobs WHERE state = 'running'),
+                per_job AS (
+                    SELECT l.kind, l.priority,
+                           \(unsafeSQL: ItemCounts.due(job: "l.id", cursor: "l.claim_cursor")) AS due,
+                           \(unsafeSQL: ItemCounts.singlyScheduled(job: "l.id")) AS scheduled,
+                           \(unsafeSQL: ItemCounts.running(job: "l.id")) AS leased,
+                           LEAST((SELECT min(i.run_at) FROM siwa.job_items i WHERE i.job_id = l.id AND i.claim_singly
+                                     AND i.state = 'available' AND i.run_at <= now()),
+                                 (SELECT i.run_at FROM siwa.job_items i WHERE i.job_id = l.id AND i.id > l.claim_cursor
+                                     AND NOT i.claim_singly AND i.state = 'available' ORDER BY i.id LIMIT 1)) AS oldest_due_at
+                    FROM live l)
+                SELECT kind, priority::int AS priority, sum(due)::bigint AS due, sum(scheduled)::bigint AS scheduled,
+                       sum(leased)::bigint AS leased,
+                       coalesce(extract(epoch FROM now() - min(oldest_due_at)), 0)::float8 AS oldest_due_s
+                FROM per_job
+                GROUP BY kind, priority ORDER BY kind, priority
                 """)
             let budgets = try await conn.query("""
                 SELECT team_id, endpoint, ceiling_rps::float8 AS ceiling, rate_rps::float8 AS rate,

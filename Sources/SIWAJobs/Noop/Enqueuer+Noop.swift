@@ -6,8 +6,8 @@ extension Enqueuer {
     public func enqueueNoop(items: Int, priority: Int? = nil, createdBy: String) async throws -> EnqueuedJob {
         try await plan(kind: NoopHandler.kind, spec: EmptyJobSpec(), priority: priority, uniqueKey: nil, createdBy: createdBy) { jobID in
             """
-            INSERT INTO siwa.job_items (job_id, payload, max_attempts)
-            SELECT \(jobID), jsonb_build_object('n', g), 3 FROM generate_series(1, \(items)) g
+            INSERT INTO siwa.job_items (job_id, payload, max_attempts, claim_singly)
+            SELECT \(jobID), jsonb_build_object('n', g), 3, false FROM generate_series(1, \(items)) g
             """
         }
     }

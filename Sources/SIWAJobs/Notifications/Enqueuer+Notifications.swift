@@ -37,8 +37,8 @@ extension Enqueuer {
                 FROM picked p WHERE n.id = p.id
                 RETURNING n.id
             )
-            INSERT INTO siwa.job_items (job_id, payload, max_attempts)
-            SELECT \(jobID), jsonb_build_object('notification_id', id), \(maxAttempts) FROM marked
+            INSERT INTO siwa.job_items (job_id, payload, max_attempts, claim_singly)
+            SELECT \(jobID), jsonb_build_object('notification_id', id), \(maxAttempts), false FROM marked
             ORDER BY id
             """
         }

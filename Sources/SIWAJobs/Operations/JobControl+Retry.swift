@@ -58,7 +58,7 @@ extension JobControl {
                     due AS (
                         UPDATE siwa.job_items i
                         SET state = 'available', attempt = 0, first_attempt_at = NULL, run_at = now(), finished_at = NULL,
-                            last_error = NULL, lease_owner = NULL, lease_expires_at = NULL
+                            last_error = NULL, lease_owner = NULL, lease_expires_at = NULL, claim_singly = true
                         FROM picked p WHERE i.job_id = \(id) AND i.id = p.id
                         RETURNING i.id
                     )

@@ -88,9 +88,13 @@ public struct JobControl: Sendable {
                     WHERE id = \(id) AND state IN ('running', 'paused')
                     """)
                 if n > 0 {
+                    // Items not handed out: singly ones waiting, and planned ones past the job's
+                    // cursor. Items out by range stay until they complete (like running ones).
                     try await tx.execute("""
-                        UPDATE siwa.job_items SET state = 'cancelled', finished_at = now(), lease_owner = NULL
+                        UPDATE siwa.job_items SET state = 'cancelled', finished_at = now(), lease_owner = NULL,
+                                                  claim_singly = false
                         WHERE job_id = \(id) AND state = 'available'
+                          AND (claim_singly OR id > (SELECT claim_cursor FROM siwa.jobs WHERE id = \(id)))
                         """)
                 }
                 return n

@@ -55,7 +55,12 @@ extension JobListing {
 
     private func fillLive(_ detail: inout JobDetail) async throws {
         let id = detail.job.id
-        for row in try await pool.query("SELECT state, count(*)::int AS n FROM siwa.job_items WHERE job_id = \(id) GROUP BY state") {
+        // An item handed out by range and not finished is still `available` in its row: it is running.
+        for row in try await pool.query("""
+            SELECT CASE WHEN i.state = 'available' AND NOT i.claim_singly AND i.id <= j.claim_cursor THEN 'running'
+                        ELSE i.state END AS state, count(*)::int AS n
+            FROM siwa.job_items i JOIN siwa.jobs j ON j.id = i.job_id WHERE i.job_id = \(id) GROUP BY 1
+            """) {
             detail.itemStates[try row.decode("state")] = try row.decode("n")
         }
         let groups = try await pool.query("""

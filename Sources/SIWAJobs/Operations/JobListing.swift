@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Queue
 
 /// One job as `jobs list` and `status` show it. Cheap to read for any number of jobs: `done` is
 /// the planned `item_count` less the items still available or running (both read on partial
@@ -83,10 +84,7 @@ public struct JobListing: Sendable {
                    CASE WHEN s.pruned_at IS NOT NULL
                         THEN (s.items - COALESCE((s.item_states->>'available')::bigint, 0)
                                       - COALESCE((s.item_states->>'running')::bigint, 0))::int
-                        ELSE j.item_count
-                             - (SELECT count(*) FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'available')::int
-                             - (SELECT count(*) FROM siwa.job_items i WHERE i.job_id = j.id AND i.state = 'running'
-                                AND i.lease_expires_at IS NOT NULL)::int
+                        ELSE (j.item_count - \(unsafeSQL: ItemCounts.unfinished(job: "j.id", cursor: "j.claim_cursor")))::int
                    END AS done
             FROM siwa.jobs j LEFT JOIN siwa.job_summaries s ON s.job_id = j.id
             """ + " " + filter)

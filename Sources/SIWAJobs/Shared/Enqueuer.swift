@@ -87,7 +87,9 @@ public struct Enqueuer: Sendable {
     private struct NothingPlanned: Error {}
 
     /// Creates a job of `kind` with `spec` (stored as its JSON), plans its items with `items`, and
-    /// notifies workers, in one transaction.
+    /// notifies workers, in one transaction. Because the job is invisible until that transaction
+    /// commits, `items` may insert them with `claim_singly` false, to be claimed by range (see
+    /// sql/0026_range_claims.sql); items added to a job later must keep the default (true).
     /// - Returns: the job; nil when `options.skipEmpty` and no item was planned (nothing written).
     /// - Throws: `EnqueueError` when a job with the unique key is active and `whenActive` is
     ///   `.refuse`; `DatabaseError`.
@@ -165,8 +167,8 @@ public struct Enqueuer: Sendable {
                                   whenActive: .report, skipEmpty: true, safetyStop: safetyStop)
         let job = try await plan(kind: kind, spec: spec, options: options, createdBy: createdBy) { jobID in
             """
-            INSERT INTO siwa.job_items (job_id, account_id, max_attempts)
-            SELECT \(jobID), a.id, \(maxAttempts)
+            INSERT INTO siwa.job_items (job_id, account_id, max_attempts, claim_singly)
+            SELECT \(jobID), a.id, \(maxAttempts), false
             FROM siwa.accounts a
             WHERE a.team_id = \(teamID) AND a.client_id = \(clientID)
               AND a.refresh_token_ciphertext IS NOT NULL

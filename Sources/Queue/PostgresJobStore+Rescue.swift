@@ -1,0 +1,127 @@
+import Postgres
+
+extension PostgresJobStore {
+    /// Expired leases, singly and by range: their unfinished items go back to available now as
+    /// singly items (the worker died, not the item), or are discarded with a result row when the
+    /// attempt that was running was the last and the first attempt is older than `retryBudget` (an
+    /// item without a first-attempt time counts as older; a range's items started when the range
+    /// was claimed). Compare-and-set on the lease, so an item completed meanwhile is untouched;
+    /// `sparing`'s leases are skipped. Range leases with nothing left unfinished are deleted,
+    /// whoever holds them. Three statements, each on its own: a singly lease, a range lease, the
+    /// finished ranges; none waits for a lock.
+    public func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport {
+        let budgetSeconds = retryBudget.seconds
+        return try await pool.withConnection { conn in
+            let singly = try await conn.query(Self.rescueSingly(limit: limit, sparing: sparing, budgetSeconds: budgetSeconds))
+            let ranged = try await conn.query(Self.rescueRanges(limit: limit, sparing: sparing, budgetSeconds: budgetSeconds))
+            try await conn.execute("""
+                DELETE FROM siwa.item_leases l
+                WHERE l.created_at < now() - interval '1 second'
+                  AND NOT EXISTS (SELECT FROM siwa.job_items i
+                                  WHERE i.job_id = l.job_id AND i.id BETWEEN l.first_id AND l.last_id
+                                    AND i.state = 'available' AND NOT i.claim_singly)
+                """)
+            var report = RescueReport(retried: 0, discarded: 0)
+            for row in singly + ranged {
+                report.retried += try row.decode("retried", as: Int.self)
+                report.discarded += try row.decode("discarded", as: Int.self)
+            }
+            return report
+        }
+    }
+
+    /// Expired leases of singly items (state running), oldest first, `FOR UPDATE SKIP LOCKED`.
+    static func rescueSingly(limit: Int, sparing: String?, budgetSeconds: Double) -> SQL {
+        """
+        WITH expired AS MATERIALIZED (
+            SELECT id, job_id, (attempt >= max_attempts AND (first_attempt_at IS NULL
+                        OR first_attempt_at <= now() - make_interval(secs => \(budgetSeconds)))) AS spent
+            FROM siwa.job_items
+            WHERE state = 'running' AND lease_expires_at < now() AND lease_owner IS DISTINCT FROM \(sparing)
+            ORDER BY lease_expires_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+        ),
+        moved AS (
+            UPDATE siwa.job_items i
+            SET state = CASE WHEN e.spent THEN 'discarded' ELSE 'available' END,
+                claim_singly = NOT e.spent,
+                run_at = now(),
+                lease_owner = NULL,
+                lease_expires_at = NULL,
+                last_error = 'lease expired: worker lost while the item was in flight',
+                finished_at = CASE WHEN e.spent THEN now() END
+            FROM expired e
+            WHERE i.id = e.id AND i.job_id = e.job_id AND i.state = 'running' AND i.lease_expires_at < now()
+            RETURNING i.id, i.job_id, i.account_id, i.state, i.attempt
+        ),
+        \(discardedResults)
+        SELECT count(*) FILTER (WHERE state = 'available') AS retried,
+               count(*) FILTER (WHERE state = 'discarded') AS discarded
+        FROM moved
+        """
+    }
+
+    /// Expired range leases, oldest first, `FOR UPDATE SKIP LOCKED`: their items not finished (still
+    /// available and not singly) become singly with attempt 1, the attempt the range had started.
+    /// Items a completion is writing right now are skipped, not waited for; the lease row goes only
+    /// when every unfinished item of it was handed back, else the next rescue finishes it.
+    static func rescueRanges(limit: Int, sparing: String?, budgetSeconds: Double) -> SQL {
+        """
+        WITH expired AS MATERIALIZED (
+            SELECT id, job_id, first_id, last_id, created_at FROM siwa.item_leases
+            WHERE expires_at < now() AND owner IS DISTINCT FROM \(sparing)
+            ORDER BY expires_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+        ),
+        unfinished AS MATERIALIZED (
+            SELECT e.id AS lease_id, i.id, i.job_id, e.created_at,
+                   (i.max_attempts <= 1 AND e.created_at <= now() - make_interval(secs => \(budgetSeconds))) AS spent
+            FROM expired e JOIN siwa.job_items i ON i.job_id = e.job_id AND i.id BETWEEN e.first_id AND e.last_id
+            WHERE i.state = 'available' AND NOT i.claim_singly
+        ),
+        locked AS MATERIALIZED (
+            SELECT u.lease_id, u.id, u.job_id, u.created_at, u.spent
+            FROM unfinished u JOIN siwa.job_items i ON i.id = u.id AND i.job_id = u.job_id
+            WHERE i.state = 'available' AND NOT i.claim_singly
+            ORDER BY u.id
+            FOR UPDATE OF i SKIP LOCKED
+        ),
+        moved AS (
+            UPDATE siwa.job_items i
+            SET state = CASE WHEN l.spent THEN 'discarded' ELSE 'available' END,
+                claim_singly = NOT l.spent,
+                attempt = 1,
+                first_attempt_at = COALESCE(i.first_attempt_at, l.created_at),
+                run_at = now(),
+                last_error = 'lease expired: worker lost while the item was in flight',
+                finished_at = CASE WHEN l.spent THEN now() END
+            FROM locked l
+            WHERE i.id = l.id AND i.job_id = l.job_id
+            RETURNING i.id, i.job_id, i.account_id, i.state, i.attempt, l.lease_id
+        ),
+        handed_back AS (
+            DELETE FROM siwa.item_leases x USING expired e
+            WHERE x.id = e.id
+              AND (SELECT count(*) FROM unfinished u WHERE u.lease_id = e.id)
+                = (SELECT count(*) FROM moved m WHERE m.lease_id = e.id)
+        ),
+        \(discardedResults)
+        SELECT count(*) FILTER (WHERE state = 'available') AS retried,
+               count(*) FILTER (WHERE state = 'discarded') AS discarded
+        FROM moved
+        """
+    }
+
+    /// The result rows of items a rescue discarded (reads CTE `moved`).
+    private static let discardedResults: SQL = """
+        written AS (
+            INSERT INTO siwa.results (item_id, job_id, account_id, outcome, detail, attempt)
+            SELECT id, job_id, account_id, 'discarded',
+                   '{"reason":"lease expired on the last attempt"}'::jsonb, attempt
+            FROM moved WHERE state = 'discarded'
+            ON CONFLICT (item_id, job_id) DO NOTHING
+        )
+        """
+}
