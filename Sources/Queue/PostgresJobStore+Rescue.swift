@@ -16,10 +16,7 @@ extension PostgresJobStore {
             let ranged = try await conn.query(Self.rescueRanges(limit: limit, sparing: sparing, budgetSeconds: budgetSeconds))
             try await conn.execute("""
                 DELETE FROM siwa.item_leases l
-                WHERE l.created_at < now() - interval '1 second'
-                  AND NOT EXISTS (SELECT FROM siwa.job_items i
-                                  WHERE i.job_id = l.job_id AND i.id BETWEEN l.first_id AND l.last_id
-                                    AND i.state = 'available' AND NOT i.claim_singly)
+                WHERE l.created_at < now() - interval '1 second' AND NOT \(unsafeSQL: ItemCounts.rangeHasUnfinished(lease: "l"))
                 """)
             var report = RescueReport(retried: 0, discarded: 0)
             for row in singly + ranged {
@@ -75,18 +72,19 @@ extension PostgresJobStore {
             LIMIT \(limit)
             FOR UPDATE SKIP LOCKED
         ),
+        -- Each range is probed on the key, once per lease (a correlated count; a LATERAL that
+        -- locks), never by hashing every available item of every partition.
         unfinished AS MATERIALIZED (
-            SELECT e.id AS lease_id, i.id, i.job_id, e.created_at,
-                   (i.max_attempts <= 1 AND e.created_at <= now() - make_interval(secs => \(budgetSeconds))) AS spent
-            FROM expired e JOIN siwa.job_items i ON i.job_id = e.job_id AND i.id BETWEEN e.first_id AND e.last_id
-            WHERE i.state = 'available' AND NOT i.claim_singly
+            SELECT e.id AS lease_id, \(unsafeSQL: ItemCounts.rangeUnfinished(lease: "e")) AS n FROM expired e
         ),
         locked AS MATERIALIZED (
-            SELECT u.lease_id, u.id, u.job_id, u.created_at, u.spent
-            FROM unfinished u JOIN siwa.job_items i ON i.id = u.id AND i.job_id = u.job_id
-            WHERE i.state = 'available' AND NOT i.claim_singly
-            ORDER BY u.id
-            FOR UPDATE OF i SKIP LOCKED
+            SELECT e.id AS lease_id, i.id, i.job_id, e.created_at,
+                   (i.max_attempts <= 1 AND e.created_at <= now() - make_interval(secs => \(budgetSeconds))) AS spent
+            FROM expired e CROSS JOIN LATERAL (
+                SELECT r.id, r.job_id, r.max_attempts FROM siwa.job_items r
+                WHERE r.job_id = e.job_id AND r.id BETWEEN e.first_id AND e.last_id
+                  AND r.state = 'available' AND NOT r.claim_singly
+                ORDER BY r.id FOR UPDATE SKIP LOCKED) i
         ),
         moved AS (
             UPDATE siwa.job_items i
@@ -104,7 +102,7 @@ extension PostgresJobStore {
         handed_back AS (
             DELETE FROM siwa.item_leases x USING expired e
             WHERE x.id = e.id
-              AND (SELECT count(*) FROM unfinished u WHERE u.lease_id = e.id)
+              AND (SELECT u.n FROM unfinished u WHERE u.lease_id = e.id)
                 = (SELECT count(*) FROM moved m WHERE m.lease_id = e.id)
         ),
         \(discardedResults)
