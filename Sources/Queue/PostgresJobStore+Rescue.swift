@@ -8,16 +8,19 @@ extension PostgresJobStore {
     /// was claimed). Compare-and-set on the lease, so an item completed meanwhile is untouched;
     /// `sparing`'s leases are skipped. Range leases with nothing left unfinished are deleted,
     /// whoever holds them. Three statements, each on its own: a singly lease, a range lease, the
-    /// finished ranges; none waits for a lock.
+    /// finished ranges; none waits for a lock. The last two run without JIT (`withoutJIT`): their
+    /// per-lease probes make PostgreSQL's estimate large enough to compile them on every run.
     public func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport {
         let budgetSeconds = retryBudget.seconds
         return try await pool.withConnection { conn in
             let singly = try await conn.query(Self.rescueSingly(limit: limit, sparing: sparing, budgetSeconds: budgetSeconds))
-            let ranged = try await conn.query(Self.rescueRanges(limit: limit, sparing: sparing, budgetSeconds: budgetSeconds))
-            try await conn.execute("""
+            let ranged = try await conn.withoutJIT {
+                try await $0.query(Self.rescueRanges(limit: limit, sparing: sparing, budgetSeconds: budgetSeconds))
+            }
+            _ = try await conn.withoutJIT { try await $0.execute("""
                 DELETE FROM siwa.item_leases l
                 WHERE l.created_at < now() - interval '1 second' AND NOT \(unsafeSQL: ItemCounts.rangeHasUnfinished(lease: "l"))
-                """)
+                """) }
             var report = RescueReport(retried: 0, discarded: 0)
             for row in singly + ranged {
                 report.retried += try row.decode("retried", as: Int.self)

@@ -17,7 +17,8 @@ public struct QueueGauges: Sendable {
     ///   `siwa_metrics_database_up 0` rather than failing the scrape).
     public func families() async throws -> [MetricFamily] {
         try await pool.withConnection { conn in
-            let queue = try await conn.query("""
+            // Without JIT: the per-lease probes of `ItemCounts` inflate the estimate (`withoutJIT`).
+            let queue = try await conn.withoutJIT { try await $0.query("""
                 WITH live AS MATERIALIZED (SELECT id, kind, priority, claim_cursor FROM siwa.jobs WHERE state = 'running'),
                 per_job AS (
                     SELECT l.kind, l.priority,
@@ -34,7 +35,7 @@ public struct QueueGauges: Sendable {
                        coalesce(extract(epoch FROM now() - min(oldest_due_at)), 0)::float8 AS oldest_due_s
                 FROM per_job
                 GROUP BY kind, priority ORDER BY kind, priority
-                """)
+                """) }
             let budgets = try await conn.query("""
                 SELECT team_id, endpoint, ceiling_rps::float8 AS ceiling, rate_rps::float8 AS rate,
                        coalesce(learned_limit_rps, 0)::float8 AS learned, paused, count_429::bigint AS n429

@@ -78,7 +78,8 @@ public struct JobListing: Sendable {
 
     /// The entries of the jobs `filter` (a WHERE/ORDER BY tail on `siwa.jobs j`) selects.
     func read(_ filter: SQL) async throws -> [JobListEntry] {
-        let rows = try await pool.query("""
+        // Without JIT: the per-lease probes of `ItemCounts` inflate the estimate (`withoutJIT`).
+        let rows = try await pool.queryWithoutJIT("""
             SELECT j.id, j.kind, j.state, j.priority::int AS priority, j.created_at, j.finished_at, j.item_count,
                    j.paused_reason, s.pruned_at IS NOT NULL AS pruned,
                    CASE WHEN s.pruned_at IS NOT NULL
