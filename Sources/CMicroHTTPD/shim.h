@@ -16,7 +16,9 @@
    for none (the application's `completed` is then called by the reaper's, after it restarts the
    connection's phase). tls_key_pem / tls_cert_pem: serve HTTPS (MHD_USE_TLS, GnuTLS) with this
    PEM private key and certificate chain, or both NULL for plain HTTP; the caller keeps both
-   strings alive until the daemon is stopped. */
+   strings alive until the daemon is stopped. memory_limit: bytes of each connection's memory pool
+   (MHD_OPTION_CONNECTION_MEMORY_LIMIT: request headers, read and write buffers; zeroed after every
+   request), 0 for libmicrohttpd's default (32 KiB). */
 static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, uint32_t ipv4_be,
                                             MHD_AccessHandlerCallback handler, void *cls,
                                             MHD_RequestCompletedCallback completed, void *ccls,
@@ -27,7 +29,8 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
                                             unsigned int per_ip_limit,
                                             struct cmhd_reaper *reaper,
                                             const char *tls_key_pem,
-                                            const char *tls_cert_pem) {
+                                            const char *tls_cert_pem,
+                                            size_t memory_limit) {
     struct sockaddr_in addr;
     __builtin_memset(&addr, 0, sizeof(addr));
     addr.sin_family = AF_INET;
@@ -41,13 +44,19 @@ static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, u
         ccls = reaper;
     }
     /* Single-pointer options in an MHD_OPTION_ARRAY take the pointer in ptr_value. */
-    struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
+    struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL},
+                                    {MHD_OPTION_END, 0, NULL}};
+    int next = 0;
     if (tls_key_pem != NULL && tls_cert_pem != NULL) {
         flags |= MHD_USE_TLS;
-        tls[0].option = MHD_OPTION_HTTPS_MEM_KEY;
-        tls[0].ptr_value = (void *)tls_key_pem;
-        tls[1].option = MHD_OPTION_HTTPS_MEM_CERT;
-        tls[1].ptr_value = (void *)tls_cert_pem;
+        tls[next].option = MHD_OPTION_HTTPS_MEM_KEY;
+        tls[next++].ptr_value = (void *)tls_key_pem;
+        tls[next].option = MHD_OPTION_HTTPS_MEM_CERT;
+        tls[next++].ptr_value = (void *)tls_cert_pem;
+    }
+    if (memory_limit > 0) {
+        tls[next].option = MHD_OPTION_CONNECTION_MEMORY_LIMIT;
+        tls[next++].value = (intptr_t)memory_limit;
     }
     if (thread_pool_size > 1) {
         return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,

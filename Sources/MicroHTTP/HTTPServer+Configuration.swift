@@ -27,6 +27,12 @@ extension HTTPServer {
         /// however steadily the client trickles bytes, which the idle timeout cannot see. Covers
         /// idle keep-alive time too. Zero (the default): no deadline.
         public var requestDeadline: Duration = .zero
+        /// Bytes of each connection's memory pool (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`): the
+        /// request line and header fields, the read buffer and the response's header block must
+        /// fit (a request whose header fields do not is answered 431). libmicrohttpd zeroes the
+        /// pool after every request, so a smaller pool costs less per request. 0 (the default):
+        /// libmicrohttpd's 32 KiB. Bodies are not held in it (they are handed over in chunks).
+        public var connectionMemoryLimit: Int = 0
         /// The `listen(2)` backlog. Default 512.
         public var listenBacklog: Int
         /// The largest request body read for a path, bytes. A request announcing more

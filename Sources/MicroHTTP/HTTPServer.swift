@@ -103,7 +103,7 @@ public final class HTTPServer: Service {
                                 MHDBridge.completedHandler, pointer, UInt32(clamping: max(1, c.connectionLimit)),
                                 UInt32(clamping: max(1, c.threads)), UInt32(clamping: max(0, c.idleTimeout.components.seconds)),
                                 UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)), reaper,
-                                tls?.key, tls?.certificate)
+                                tls?.key, tls?.certificate, max(0, c.connectionMemoryLimit))
         guard let daemon, c.tls == nil || tls != nil else {
             if let daemon { MHD_stop_daemon(daemon) }
             if let reaper { cmhd_reaper_stop(reaper) }

@@ -56,7 +56,7 @@ final class AppleEndpoints: Sendable {
                 throw Rejection("invalid_request", "form_encoding")
             }
         }
-        if form.names.contains(where: { !allowed.contains($0) }) {
+        if form.hasName(outside: allowed) {
             throw Rejection("invalid_request", "unsupported_parameter")
         }
         return form
@@ -121,13 +121,30 @@ final class AppleEndpoints: Sendable {
         let access = TokenMint.accessToken()
         model.noteIssuedAccessToken(access)
         tally.accessMinted = true
-        guard refreshIDToken else {
-            return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime)}")
-        }
+        guard refreshIDToken else { return .appleJSON(bytes: Self.refreshBody(access: access, idToken: nil)) }
         guard let idToken = refreshIDToken(teamID: teamID, clientID: clientID, sub: sub, now: Int(now), tally: &tally) else {
             return .plain("id_token signing failed\n", status: 500)
         }
-        return .appleJSON("{\"access_token\":\"\(access)\",\"token_type\":\"Bearer\",\"expires_in\":\(Self.accessTokenLifetime),\"id_token\":\"\(idToken)\"}")
+        return .appleJSON(bytes: Self.refreshBody(access: access, idToken: idToken))
+    }
+
+    /// A refresh answer's body, written as bytes in one buffer (every validation makes one):
+    /// `{"access_token":"…","token_type":"Bearer","expires_in":3600}`, plus `,"id_token":"…"` before
+    /// the closing brace when `idToken` is given. Both tokens are JSON-safe as made (hex, base64url, dots).
+    static func refreshBody(access: String, idToken: String?) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(96 + access.utf8.count + (idToken?.utf8.count ?? 0))
+        body.append(contentsOf: #"{"access_token":""#.utf8)
+        body.append(contentsOf: access.utf8)
+        body.append(contentsOf: #"","token_type":"Bearer","expires_in":"#.utf8)
+        body.append(contentsOf: String(accessTokenLifetime).utf8)
+        if let idToken {
+            body.append(contentsOf: #","id_token":""#.utf8)
+            body.append(contentsOf: idToken.utf8)
+            body.append(UInt8(ascii: "\""))
+        }
+        body.append(UInt8(ascii: "}"))
+        return body
     }
 
     /// The user's id_token for a refresh answer at `now` (seconds since 1970): the one signed for

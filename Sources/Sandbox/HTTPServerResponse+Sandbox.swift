@@ -14,6 +14,11 @@ extension HTTPServerResponse {
                            headers: noStore ? noStoreHeaders : [])
     }
 
+    /// An Apple-style JSON body already encoded (`application/json;charset=UTF-8`), no-store.
+    static func appleJSON(bytes: [UInt8], status: Int = 200) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, body: bytes, contentType: appleJSONType, headers: noStoreHeaders)
+    }
+
     /// Apple's ErrorResponse `{"error":"<code>"}` (400 unless given). `reason` is a sandbox-only hint
     /// sent in `X-Sandbox-Reason`; it never contains secrets.
     static func appleError(_ code: String, reason: String? = nil, status: Int = 400) -> HTTPServerResponse {
