@@ -8,78 +8,62 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include "deadline.h"
+#include "hooks.h"
+#include "loop.h"
 
-/* MHD_start_daemon is variadic: fixed-shape wrapper for the option set the sandbox uses.
-   Binds to one IPv4 address (network byte order), port in host order (0 = kernel picks).
-   timeout_seconds: a connection idle that long is closed (0 = never); per_ip_limit: connections
-   at once from one address (0 = no limit); reaper: a whole-request deadline (deadline.h), or NULL
-   for none (the application's `completed` is then called by the reaper's, after it restarts the
-   connection's phase). tls_key_pem / tls_cert_pem: serve HTTPS (MHD_USE_TLS, GnuTLS) with this
-   PEM private key and certificate chain, or both NULL for plain HTTP; the caller keeps both
-   strings alive until the daemon is stopped. memory_limit: bytes of each connection's memory pool
-   (MHD_OPTION_CONNECTION_MEMORY_LIMIT: request headers, read and write buffers; zeroed after every
-   request), 0 for libmicrohttpd's default (32 KiB). */
-static inline struct MHD_Daemon *cmhd_start(unsigned int flags, uint16_t port, uint32_t ipv4_be,
+/* MHD_start_daemon is variadic: fixed-shape wrapper for the option set MicroHTTP uses. The daemon
+   runs in external-epoll mode (MicroHTTP's own thread drives it with MHD_run_wait, see loop.h) and
+   accepts from listen_fd, which several daemons may share (each has its own epoll set; the
+   caller closes the socket after quiescing every daemon). timeout_seconds: a connection idle that
+   long is closed (0 = never). hooks: the request deadline and the per-address limit (hooks.h), or
+   NULL for neither; with a reaper, the application's `completed` is called by the reaper's, after
+   it restarts the connection's phase. tls_key_pem / tls_cert_pem: serve HTTPS (MHD_USE_TLS,
+   GnuTLS) with this PEM private key and certificate chain, or both NULL for plain HTTP; the caller
+   keeps both strings alive until the daemon is stopped. memory_limit: bytes of each connection's
+   memory pool (MHD_OPTION_CONNECTION_MEMORY_LIMIT: request headers, read and write buffers;
+   zeroed after every request), 0 for libmicrohttpd's default (32 KiB). */
+static inline struct MHD_Daemon *cmhd_start(int listen_fd,
                                             MHD_AccessHandlerCallback handler, void *cls,
                                             MHD_RequestCompletedCallback completed, void *ccls,
                                             unsigned int connection_limit,
-                                            unsigned int thread_pool_size,
                                             unsigned int timeout_seconds,
-                                            unsigned int listen_backlog,
-                                            unsigned int per_ip_limit,
-                                            struct cmhd_reaper *reaper,
+                                            struct cmhd_hooks *hooks,
                                             const char *tls_key_pem,
                                             const char *tls_cert_pem,
                                             size_t memory_limit) {
-    struct sockaddr_in addr;
-    __builtin_memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = ipv4_be;
-    /* MHD copies the address while binding inside MHD_start_daemon, so a stack address is fine. */
+    unsigned int flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     MHD_NotifyConnectionCallback notify = NULL;
-    if (reaper != NULL) {
-        notify = cmhd_reaper_notify;
-        completed = cmhd_reaper_completed;
-        ccls = reaper;
+    MHD_AcceptPolicyCallback accept = NULL;
+    if (hooks != NULL) {
+        notify = cmhd_hooks_notify;
+        if (hooks->per_ip_limit > 0) accept = cmhd_hooks_accept;
+        if (hooks->reaper != NULL) {   /* it calls the application's (given at cmhd_reaper_start) */
+            completed = cmhd_reaper_completed;
+            ccls = hooks->reaper;
+        }
     }
     /* Single-pointer options in an MHD_OPTION_ARRAY take the pointer in ptr_value. */
-    struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL},
-                                    {MHD_OPTION_END, 0, NULL}};
+    struct MHD_OptionItem extra[4] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL},
+                                      {MHD_OPTION_END, 0, NULL}};
     int next = 0;
     if (tls_key_pem != NULL && tls_cert_pem != NULL) {
         flags |= MHD_USE_TLS;
-        tls[next].option = MHD_OPTION_HTTPS_MEM_KEY;
-        tls[next++].ptr_value = (void *)tls_key_pem;
-        tls[next].option = MHD_OPTION_HTTPS_MEM_CERT;
-        tls[next++].ptr_value = (void *)tls_cert_pem;
+        extra[next].option = MHD_OPTION_HTTPS_MEM_KEY;
+        extra[next++].ptr_value = (void *)tls_key_pem;
+        extra[next].option = MHD_OPTION_HTTPS_MEM_CERT;
+        extra[next++].ptr_value = (void *)tls_cert_pem;
     }
     if (memory_limit > 0) {
-        tls[next].option = MHD_OPTION_CONNECTION_MEMORY_LIMIT;
-        tls[next++].value = (intptr_t)memory_limit;
+        extra[next].option = MHD_OPTION_CONNECTION_MEMORY_LIMIT;
+        extra[next++].value = (intptr_t)memory_limit;
     }
-    if (thread_pool_size > 1) {
-        return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
-                                MHD_OPTION_NOTIFY_COMPLETED, completed, ccls,
-                                MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
-                                MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                                MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
-                                MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                                MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
-                                MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)reaper,
-                                MHD_OPTION_ARRAY, tls,
-                                MHD_OPTION_END);
-    }
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, cls,
+    return MHD_start_daemon(flags, 0, accept, hooks, handler, cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, ccls,
-                            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
+                            MHD_OPTION_LISTEN_SOCKET, listen_fd,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                            MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
-                            MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)reaper,
-                            MHD_OPTION_ARRAY, tls,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, (void *)hooks,
+                            MHD_OPTION_ARRAY, extra,
                             MHD_OPTION_END);
 }
 
@@ -103,10 +87,6 @@ static inline struct MHD_Response *cmhd_response_copy(const void *data, size_t s
 /* True when this libmicrohttpd was built with TLS support (Debian: GnuTLS). */
 static inline int cmhd_supports_tls(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
 
-static inline unsigned int cmhd_flag_internal_epoll(void) { return MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL; }
-static inline unsigned int cmhd_flag_suspend_resume(void) { return MHD_ALLOW_SUSPEND_RESUME; }
-static inline unsigned int cmhd_flag_error_log(void) { return MHD_USE_ERROR_LOG; }
-static inline unsigned int cmhd_flag_turbo(void) { return MHD_USE_TURBO; }
 static inline enum MHD_ValueKind cmhd_kind_header(void) { return MHD_HEADER_KIND; }
 static inline enum MHD_ValueKind cmhd_kind_query(void) { return MHD_GET_ARGUMENT_KIND; }
 static inline enum MHD_Result cmhd_yes(void) { return MHD_YES; }

@@ -7,7 +7,7 @@ public struct HTTPHandler: Sendable {
 
     let kind: Kind
 
-    /// Runs `body` on the libmicrohttpd thread that read the request, and sends (or delays, or
+    /// Runs `body` on the event-loop thread that read the request, and sends (or delays, or
     /// drops) at once. For handlers that only compute (the sandbox): no task hop, no suspension
     /// unless the result is `.delay`. `body` must not block or wait on I/O.
     public static func inline(_ body: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResult) -> HTTPHandler {

@@ -8,7 +8,9 @@ extension HTTPServer {
         public var host: String
         /// TCP port; 0 lets the kernel pick one (`start()` returns it and `port` reports it).
         public var port: UInt16
-        /// libmicrohttpd threads, each running its own epoll loop (at least 1). Default 2.
+        /// Event-loop threads (`ServerLoop`), each running a libmicrohttpd daemon on its own epoll
+        /// set, all accepting from one listening socket (at least 1, at most `connectionLimit`).
+        /// Default 2.
         public var threads: Int
         /// Connections served at once (`MHD_OPTION_CONNECTION_LIMIT`); while that many are open,
         /// new ones wait in the listen backlog (and beyond it are refused by the kernel) until one

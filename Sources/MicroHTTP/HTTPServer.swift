@@ -9,16 +9,20 @@ import Synchronization
 /// Each request's body is read in full (up to the configuration's body limit for its path; a
 /// request announcing more is handed over unread, with `bodyTooLarge` and an empty body), then
 /// handed to the `HTTPHandler`, whose result answers, delays (the connection is suspended with
-/// `MHD_suspend_connection`, so no daemon thread waits) or drops the connection. Idle connections and stalled requests are closed after
-/// the idle timeout, trickling ones at the request deadline, and connections are capped in all
-/// and per client address (see `Configuration`). Plain HTTP, or HTTPS with `Configuration.tls`
-/// (libmicrohttpd's TLS over GnuTLS; HTTP/1.1 either way).
+/// `MHD_suspend_connection`, so no thread waits) or drops the connection. Idle connections and
+/// stalled requests are closed after the idle timeout, trickling ones at the request deadline, and
+/// connections are capped in all and per client address (see `Configuration`). Plain HTTP, or
+/// HTTPS with `Configuration.tls` (libmicrohttpd's TLS over GnuTLS; HTTP/1.1 either way).
+///
+/// `Configuration.threads` event loops (`ServerLoop`), each a libmicrohttpd daemon in
+/// external-epoll mode run by a thread of ours, accept from one listening socket; a loop times
+/// its own delayed answers, so a delay costs no other thread a wake-up.
 ///
 /// A `Service`: `run()` serves (starting the server unless `start()` already did) until
 /// `shutdownGracefully()` or cancellation. A server runs once: after a stop it does not start again.
 public final class HTTPServer: Service {
-    private struct DaemonHandle: @unchecked Sendable { let pointer: OpaquePointer }
     private struct ReaperHandle: @unchecked Sendable { let pointer: UnsafeMutablePointer<cmhd_reaper> }
+    private struct HooksHandle: @unchecked Sendable { let pointer: UnsafeMutablePointer<cmhd_hooks> }
     /// C copies of the TLS key and certificate, which libmicrohttpd may read until it stops.
     private struct TLSStrings: @unchecked Sendable {
         let key: UnsafeMutablePointer<CChar>
@@ -28,12 +32,31 @@ public final class HTTPServer: Service {
             free(certificate)
         }
     }
+    /// What a started server holds, released by `Running.release()` in reverse order.
     private struct Running: Sendable {
-        var daemon: DaemonHandle
+        var listenFD: Int32
+        var loops: [ServerLoop] = []
         var reaper: ReaperHandle?
+        var hooks: HooksHandle?
         var tls: TLSStrings?
         var core: HTTPServerCore
-        var port: UInt16
+        var port: UInt16 = 0
+
+        /// Ends the loops, stops their daemons (every connection closed) and frees the rest.
+        func release() {
+            for loop in loops { loop.finish() }
+            for loop in loops {
+                guard let daemon = loop.daemon else { continue }
+                _ = MHD_quiesce_daemon(daemon)   // the listening socket is closed once, below
+                MHD_stop_daemon(daemon)
+            }
+            cmhd_close(listenFD)
+            if let reaper { cmhd_reaper_stop(reaper.pointer) }   // after the daemons closed every connection
+            if let hooks { cmhd_hooks_free(hooks.pointer) }
+            tls?.release()
+            // The core and loops were passed to libmicrohttpd unretained; keep them alive until now.
+            withExtendedLifetime((core, loops)) {}
+        }
     }
 
     public let configuration: Configuration
@@ -57,7 +80,9 @@ public final class HTTPServer: Service {
 
     /// Connections open now (served, idle or mid-request; not those waiting in the listen backlog).
     public var openConnections: Int {
-        running.withLock { $0.map { Int(cmhd_current_connections($0.daemon.pointer)) } ?? 0 }
+        running.withLock { r in
+            (r?.loops ?? []).reduce(0) { sum, loop in sum + (loop.daemon.map { Int(cmhd_current_connections($0)) } ?? 0) }
+        }
     }
 
     /// Connections cut so far because they outlived `configuration.requestDeadline`.
@@ -85,38 +110,62 @@ public final class HTTPServer: Service {
         if c.tls != nil && !Self.supportsTLS {
             throw HTTPServerError(.tlsUnavailable, "HTTPS needs libmicrohttpd built with TLS support (GnuTLS); this one has none")
         }
-        let core = HTTPServerCore(handler: handler, bodyLimit: c.bodyLimit)
-        let flags = cmhd_flag_internal_epoll() | cmhd_flag_suspend_resume()
-        let pointer = Unmanaged.passUnretained(core).toOpaque()
+        let listenFD = cmhd_listen(address.s_addr, c.port, Int32(clamping: max(1, c.listenBacklog)))
+        guard listenFD >= 0 else { throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)") }
+        var r = Running(listenFD: listenFD, core: HTTPServerCore(handler: handler, bodyLimit: c.bodyLimit))
+        do {
+            try prepare(&r)
+        } catch {
+            r.release()
+            throw error
+        }
+        r.port = cmhd_socket_port(listenFD)
+        for (i, loop) in r.loops.enumerated() { loop.start(name: "microhttp.\(i)") }
+        running.withLock { [r] in $0 = r }
+        return r.port
+    }
+
+    /// Makes the reaper, the hooks and one daemon and loop per thread (not started yet) into `r`.
+    private func prepare(_ r: inout Running) throws(HTTPServerError) {
+        let c = configuration
+        let core = Unmanaged.passUnretained(r.core).toOpaque()
         let deadlineMS = UInt64(clamping: max(0, c.requestDeadline.components.seconds) * 1000
             + c.requestDeadline.components.attoseconds / 1_000_000_000_000_000)
-        var reaper: UnsafeMutablePointer<cmhd_reaper>?
         if deadlineMS > 0 {
-            reaper = cmhd_reaper_start(deadlineMS, MHDBridge.completedHandler, pointer)
-            guard reaper != nil else { throw HTTPServerError(.cannotListen, "could not start the request-deadline thread") }
+            guard let reaper = cmhd_reaper_start(deadlineMS, MHDBridge.completedHandler, core) else {
+                throw HTTPServerError(.cannotListen, "could not start the request-deadline thread")
+            }
+            r.reaper = ReaperHandle(pointer: reaper)
         }
-        let tls = c.tls.flatMap { credentials -> TLSStrings? in
-            guard let key = strdup(credentials.privateKeyPEM), let certificate = strdup(credentials.certificatePEM) else { return nil }
-            return TLSStrings(key: key, certificate: certificate)
+        let perIP = UInt32(clamping: max(0, c.connectionsPerIP))
+        if r.reaper != nil || perIP > 0 {
+            guard let hooks = cmhd_hooks_create(r.reaper?.pointer, perIP) else {
+                throw HTTPServerError(.cannotListen, "could not allocate the connection hooks")
+            }
+            r.hooks = HooksHandle(pointer: hooks)
         }
-        let daemon = cmhd_start(flags, c.port, address.s_addr, MHDBridge.accessHandler, pointer,
-                                MHDBridge.completedHandler, pointer, UInt32(clamping: max(1, c.connectionLimit)),
-                                UInt32(clamping: max(1, c.threads)), UInt32(clamping: max(0, c.idleTimeout.components.seconds)),
-                                UInt32(clamping: max(1, c.listenBacklog)), UInt32(clamping: max(0, c.connectionsPerIP)), reaper,
-                                tls?.key, tls?.certificate, max(0, c.connectionMemoryLimit))
-        guard let daemon, c.tls == nil || tls != nil else {
-            if let daemon { MHD_stop_daemon(daemon) }
-            if let reaper { cmhd_reaper_stop(reaper) }
-            tls?.release()
-            let refused = c.tls == nil ? "" : " (or the TLS certificate and key were refused)"
-            throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)\(refused)")
+        if let credentials = c.tls {
+            guard let key = strdup(credentials.privateKeyPEM), let certificate = strdup(credentials.certificatePEM) else {
+                throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port) (out of memory for the TLS key)")
+            }
+            r.tls = TLSStrings(key: key, certificate: certificate)
         }
-        let port = cmhd_bound_port(daemon)
-        running.withLock {
-            $0 = Running(daemon: DaemonHandle(pointer: daemon), reaper: reaper.map(ReaperHandle.init), tls: tls, core: core,
-                         port: port)
+        // At least one connection per loop; the limit is shared out as libmicrohttpd's thread pool does.
+        let total = max(1, c.connectionLimit)
+        let count = max(1, min(c.threads, total))
+        for i in 0..<count {
+            let loop = try ServerLoop(core: r.core)
+            r.loops.append(loop)
+            let limit = total / count + (i < total % count ? 1 : 0)
+            let daemon = cmhd_start(r.listenFD, MHDBridge.accessHandler, Unmanaged.passUnretained(loop).toOpaque(),
+                                    MHDBridge.completedHandler, core, UInt32(clamping: limit),
+                                    UInt32(clamping: max(0, c.idleTimeout.components.seconds)), r.hooks?.pointer,
+                                    r.tls?.key, r.tls?.certificate, max(0, c.connectionMemoryLimit))
+            guard let daemon, loop.attach(daemon) else {
+                let refused = c.tls == nil ? "" : " (or the TLS certificate and key were refused)"
+                throw HTTPServerError(.cannotListen, "could not listen on \(c.host):\(c.port)\(refused)")
+            }
         }
-        return port
     }
 
     /// Stops gracefully: async handlers are no longer started (new requests get 503), delays are no
@@ -127,10 +176,10 @@ public final class HTTPServer: Service {
     public func stop() async {
         stopRequested.open()
         guard let r = running.withLock({ $0 }) else { return }
-        r.core.beginStopping()
+        for loop in r.loops { loop.beginStopping() }
         let grace = configuration.gracePeriod
         if grace > .zero { await configuration.clock.sleep(for: grace, unless: r.core.untilIdle) }
-        r.core.resumeAll()
+        for loop in r.loops { loop.releaseAll() }
         // Let the answers just released be written out: real time (this waits on sockets), in a
         // fresh task so that it also happens when the caller was cancelled.
         await Task { await SystemClock().sleep(for: .milliseconds(50), unless: r.core.untilIdle) }.value
@@ -157,20 +206,14 @@ public final class HTTPServer: Service {
     /// are not waited. Does not block.
     public func shutdownGracefully() {
         stopRequested.open()
-        running.withLock { $0 }?.core.beginStopping()
+        for loop in running.withLock({ $0?.loops ?? [] }) { loop.beginStopping() }
     }
 
     private func shutDown() {
-        guard let r = running.withLock({ state -> Running? in
+        running.withLock { state -> Running? in
             defer { state = nil }
             return state
-        }) else { return }
-        r.core.resumeAll()
-        MHD_stop_daemon(r.daemon.pointer)
-        if let reaper = r.reaper { cmhd_reaper_stop(reaper.pointer) }   // after the daemon closed every connection
-        r.tls?.release()
-        // The core was passed to libmicrohttpd unretained; keep it alive until the daemon is gone.
-        withExtendedLifetime(r.core) {}
+        }?.release()
     }
 }
 

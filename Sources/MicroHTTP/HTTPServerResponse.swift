@@ -56,9 +56,10 @@ public struct HTTPServerResponse: Sendable, Equatable {
 public enum HTTPServerResult: Sendable, Equatable {
     /// Send this response now.
     case answer(HTTPServerResponse)
-    /// Send this response after `Duration` (microsecond resolution). The connection is suspended
-    /// meanwhile and resumed by a zero-leeway timer, so no server thread waits and the answer is
-    /// not late by the timer slack. A server that stops meanwhile sends the response at once.
+    /// Send this response after `Duration`: never sooner, and at most about a millisecond later
+    /// (the event loop serving the connection times it and sends the answers due within the same
+    /// millisecond together). The connection is suspended meanwhile, so no server thread waits. A
+    /// server that stops meanwhile sends the response at once.
     case delay(Duration, HTTPServerResponse)
     /// Close the connection without sending anything (a simulated connection reset).
     case reset

@@ -2,7 +2,7 @@ import CMicroHTTPD
 import Synchronization
 
 /// Per-request state carried through libmicrohttpd's `con_cls` pointer (retained; released in the
-/// completion callback). `body` and the flags are touched only by the daemon thread that owns the
+/// completion callback). `body` and the flags are touched only by the loop thread that owns the
 /// connection; `ready` is written by the handler's task or before a delay.
 final class RequestContext: @unchecked Sendable {
     let method: String
@@ -23,14 +23,16 @@ final class RequestContext: @unchecked Sendable {
     }
 }
 
-/// libmicrohttpd's C callbacks. `cls` of both is the `HTTPServerCore`, unretained: the server keeps
-/// it alive until `MHD_stop_daemon` has returned.
+/// libmicrohttpd's C callbacks. The access handler's `cls` is the daemon's `ServerLoop`, the
+/// completion callback's the `HTTPServerCore`, both unretained: the server keeps them alive until
+/// `MHD_stop_daemon` has returned.
 enum MHDBridge {
     /// `MHD_AccessHandlerCallback`: called for the headers, each body chunk, the final call
     /// (`*upload_data_size == 0`), and again after a suspended connection is resumed.
     static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
         guard let cls, let connection, let uploadSize, let conCls else { return cmhd_no() }
-        let core = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let loop = Unmanaged<ServerLoop>.fromOpaque(cls).takeUnretainedValue()
+        let core = loop.core
         guard let raw = conCls.pointee else {
             let path = url.map { String(cString: $0) } ?? "/"
             let ctx = RequestContext(method: method.map { String(cString: $0) } ?? "GET", path: path,
@@ -41,7 +43,7 @@ enum MHDBridge {
                 // Refused before a byte of the body is read: a response queued now makes
                 // libmicrohttpd stop reading and close after it (an async handler's, on resume).
                 ctx.overflow = true
-                return dispatch(ctx, connection: connection, core: core, bodyBytes: announced)
+                return dispatch(ctx, connection: connection, loop: loop, bodyBytes: announced)
             }
             if let announced, announced > 0 { ctx.body.reserveCapacity(announced) }
             return cmhd_yes()
@@ -65,18 +67,18 @@ enum MHDBridge {
             return cmhd_yes()
         }
         if ctx.dispatched { return core.resumed(ctx, connection: connection) }
-        return dispatch(ctx, connection: connection, core: core, bodyBytes: max(announcedLength(connection) ?? 0, ctx.received))
+        return dispatch(ctx, connection: connection, loop: loop, bodyBytes: max(announcedLength(connection) ?? 0, ctx.received))
     }
 
     /// Hands the request to the handler: its body as received, or none when `ctx.overflow`.
-    private static func dispatch(_ ctx: RequestContext, connection: OpaquePointer, core: HTTPServerCore,
+    private static func dispatch(_ ctx: RequestContext, connection: OpaquePointer, loop: ServerLoop,
                                  bodyBytes: Int) -> MHD_Result {
         let request = HTTPServerRequest(method: ctx.method, path: ctx.path, headers: headerFields(connection),
                                         query: queryArguments(connection), body: ctx.overflow ? [] : ctx.body,
                                         bodyTooLarge: ctx.overflow, bodyBytes: bodyBytes)
         ctx.body = []
         ctx.dispatched = true
-        return core.respond(to: request, context: ctx, connection: connection)
+        return loop.core.respond(to: request, context: ctx, connection: connection, loop: loop)
     }
 
     /// `Content-Length` as a number of bytes; nil when absent or not a number (chunked bodies).
