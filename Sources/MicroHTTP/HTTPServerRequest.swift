@@ -46,6 +46,10 @@ public struct HTTPServerRequest: Sendable {
     /// `Application/JSON; charset=utf-8` → `application/json`. Nil for nil.
     public static func mediaType(of contentType: String?) -> String? {
         guard let contentType else { return nil }
+        // Already a bare lower-case media type (what clients send): itself, nothing allocated.
+        if contentType.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x80 && $0 != UInt8(ascii: ";") && !(65...90).contains($0) }) {
+            return contentType
+        }
         let type = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
         guard type.allSatisfy({ $0 < 0x80 }) else {
             // Not ASCII (rare): Foundation's Unicode-aware trimming and lowering.

@@ -32,9 +32,8 @@ public struct HTTPServerResponse: Sendable, Equatable {
 
     /// The value of the first header named `name` (any case), `Content-Type` included.
     public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        if lower == "content-type" { return contentType }
-        return headers.first { $0.name.lowercased() == lower }?.value
+        if HTTPRequestHeaders.sameName(name, "content-type") { return contentType }
+        return headers.first { HTTPRequestHeaders.sameName($0.name, name) }?.value
     }
 
     /// `text` as `application/json`, e.g. `{"status":"stored"}`.

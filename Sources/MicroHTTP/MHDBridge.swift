@@ -12,6 +12,8 @@ final class RequestContext: @unchecked Sendable {
     var received = 0
     /// The body is over `limit`: refused unread (announced) and never buffered.
     var overflow = false
+    /// `Content-Length` as read with the header fields (nil: absent or not a number).
+    var announced: Int?
     var dispatched = false
     /// What to send once the suspended connection is resumed.
     let ready = Mutex<HTTPServerResult?>(nil)
@@ -39,6 +41,7 @@ enum MHDBridge {
                                      limit: max(0, core.bodyLimit(path)))
             conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
             let announced = announcedLength(connection)
+            ctx.announced = announced
             if let announced, announced > ctx.limit {
                 // Refused before a byte of the body is read: a response queued now makes
                 // libmicrohttpd stop reading and close after it (an async handler's, on resume).
@@ -67,7 +70,7 @@ enum MHDBridge {
             return cmhd_yes()
         }
         if ctx.dispatched { return core.resumed(ctx, connection: connection) }
-        return dispatch(ctx, connection: connection, loop: loop, bodyBytes: max(announcedLength(connection) ?? 0, ctx.received))
+        return dispatch(ctx, connection: connection, loop: loop, bodyBytes: max(ctx.announced ?? 0, ctx.received))
     }
 
     /// Hands the request to the handler: its body as received, or none when `ctx.overflow`.
@@ -82,8 +85,28 @@ enum MHDBridge {
     }
 
     /// `Content-Length` as a number of bytes; nil when absent or not a number (chunked bodies).
+    /// Read from the C string in place (every request has one to read).
     private static func announcedLength(_ connection: OpaquePointer) -> Int? {
-        header(connection, "Content-Length").flatMap { Int($0) }
+        let name: StaticString = "Content-Length"
+        let found = name.withUTF8Buffer { name in
+            name.baseAddress!.withMemoryRebound(to: CChar.self, capacity: name.count + 1) {
+                MHD_lookup_connection_value(connection, cmhd_kind_header(), $0)
+            }
+        }
+        guard let found else { return nil }
+        var value = 0
+        var at = found
+        guard at.pointee != 0 else { return nil }
+        while at.pointee != 0 {
+            let digit = Int(at.pointee) - 48
+            guard (0...9).contains(digit) else { return nil }
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(digit)
+            if o1 || o2 { return nil }
+            value = sum
+            at += 1
+        }
+        return value
     }
 
     /// `MHD_RequestCompletedCallback`: drops the request context and counts the request finished.
@@ -132,8 +155,13 @@ enum MHDBridge {
         let response = r.body.withUnsafeBytes { cmhd_response_copy($0.baseAddress, $0.count) }
         guard let response else { return cmhd_no() }
         defer { MHD_destroy_response(response) }
-        if let type = r.contentType { MHD_add_response_header(response, "Content-Type", type) }
-        for header in r.headers { MHD_add_response_header(response, header.name, header.value) }
+        // withCString, not the implicit conversion: that one copies a small string to the heap.
+        if let type = r.contentType { add("Content-Type", type, to: response) }
+        for header in r.headers { add(header.name, header.value, to: response) }
         return MHD_queue_response(connection, UInt32(r.status), response)
+    }
+
+    private static func add(_ name: String, _ value: String, to response: OpaquePointer) {
+        name.withCString { name in value.withCString { _ = MHD_add_response_header(response, name, $0) } }
     }
 }

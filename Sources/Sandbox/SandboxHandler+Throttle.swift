@@ -13,7 +13,7 @@ extension SandboxHandler {
     func budgetedTeam(of req: HTTPServerRequest, form: FormBody?) -> String? {
         guard req.method == "POST", Self.budgetedPaths.contains(req.path), !req.bodyTooLarge,
               let form, let secret = form["client_secret"], !secret.isEmpty else { return nil }
-        if let cached = model.registry.withLock({ $0.secretCache[secret]?.teamID }) { return cached }
+        if let cached = model.verifiedSecret(secret)?.teamID { return cached }
         guard let jws = try? JWS.split(secret),
               let claims = (try? JSONSerialization.jsonObject(with: Data(jws.payload))) as? [String: Any],
               let team = claims["iss"] as? String, !team.isEmpty else { return nil }

@@ -37,8 +37,7 @@ extension SandboxModel {
     /// - Parameter now: seconds since 1970.
     func authenticate(clientID: String, secret: String, now: Double,
                       tally: inout RequestTally) -> Result<VerifiedSecret, ClientSecretFailure> {
-        let cached = registry.withLock { $0.secretCache[secret] }
-        if let cached {
+        if let cached = verifiedSecret(secret) {
             guard cached.clientID == clientID else { return .failure(.subjectMismatch) }
             guard cached.exp > now else { return .failure(.expired) }
             tally.secretVerified = true
@@ -52,8 +51,22 @@ extension SandboxModel {
                 if reg.secretCache.count >= Self.secretCacheLimit { reg.secretCache.removeAll(keepingCapacity: true) }
                 reg.secretCache[secret] = verified
             }
+            lastSecret.withLock { $0 = (secret, verified) }
         }
         return result
+    }
+
+    /// The cached verification of exactly this secret text (signature, team, key, audience and
+    /// lifetime bounds were checked once; the caller still compares `clientID` and `exp` with the
+    /// request and now), or nil when it was never verified. A worker sends the same secret on
+    /// every request for hours, so the last one verified is compared first, by text, without the
+    /// registry's lock or hashing the whole JWS; a secret differing in any byte (another signature,
+    /// another claim) is looked up, and verified, as the different text it is.
+    func verifiedSecret(_ secret: String) -> VerifiedSecret? {
+        if let last = lastSecret.withLock({ $0 }), last.secret == secret { return last.verified }
+        guard let cached = registry.withLock({ $0.secretCache[secret] }) else { return nil }
+        lastSecret.withLock { $0 = (secret, cached) }
+        return cached
     }
 
     private func verifyUncached(clientID: String, secret: String,

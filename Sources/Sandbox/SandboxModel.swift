@@ -49,6 +49,8 @@ public final class SandboxModel: Sendable {
     static let secretCacheLimit = 50_000
 
     let registry = Mutex(Registry())
+    /// The client secret verified (or found in `secretCache`) last, with its verification.
+    let lastSecret = Mutex<(secret: String, verified: VerifiedSecret)?>(nil)
     let counters = Mutex(SandboxStats())
     /// App-transfer users, transfers, issued transfer identifiers and the clock offset.
     let migration = Mutex(MigrationRegistry())

@@ -97,6 +97,27 @@ import TestSupport
         #expect(await get(port, "/after") == "200 ok\n")
     }
 
+    /// Several event loops accept from one socket, each its own libmicrohttpd daemon: the
+    /// per-address limit still counts the address's connections on all of them, and a slot
+    /// comes back when a connection closes.
+    @Test func theAddressLimitCountsConnectionsOnEveryLoop() async throws {
+        let (server, port) = try Self.server { $0.threads = 4; $0.connectionsPerIP = 3 }
+        defer { server.stopNow() }
+        var held = try (0..<3).map { _ in try RawSocket(port: port) }
+        for socket in held { #expect(socket.send("GET /held HTTP/1.1\r\nHost: x\r\n")) }   // headers unfinished
+        try await eventually("the held connections are being served") { server.openConnections == 3 }
+        for _ in 0..<3 {
+            let extra = try RawSocket(port: port)
+            extra.send("GET /extra HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let refused = await extra.readOffPool(waitingAtMost: 30)
+            #expect(refused.closed && refused.bytes.isEmpty, "a fourth connection from the address was served: \(refused)")
+        }
+        held.removeFirst().close()
+        try await eventually("the closed connection is gone") { server.openConnections == 2 }
+        #expect(await get(port, "/after") == "200 ok\n")
+        for socket in held { socket.close() }
+    }
+
     @Test func aClientTricklingBytesIsCutAtTheRequestDeadlineThoughTheIdleTimeoutNeverFires() async throws {
         let seen = Seen()
         let (server, port) = try Self.server({ $0.idleTimeout = .seconds(60); $0.requestDeadline = .seconds(2) }, seen: seen)

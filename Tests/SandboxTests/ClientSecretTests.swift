@@ -93,6 +93,45 @@ import Testing
         #expect(stats.clientSecretsVerified == 2)
     }
 
+    /// The verified-secret cache (and its last-secret fast path) keeps `exp`: a secret accepted
+    /// from the cache is refused as expired once the sandbox's clock passes it.
+    @Test func aCachedSecretIsRefusedOnceItExpires() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        let secret = try f.secret(iat: f.now - 60, exp: f.now + 120)
+        #expect(try f.refresh("rt-1", secret: secret).status == 200)
+        #expect(try f.refresh("rt-1", secret: secret).status == 200)
+        f.clock.advance(by: .seconds(121))
+        let late = try f.refresh("rt-1", secret: secret)
+        #expect(late.text == #"{"error":"invalid_client"}"#)
+        #expect(late.header("X-Sandbox-Reason") == "expired")
+        #expect(f.model.stats().clientSecretSignatureChecks == 1)
+    }
+
+    /// A secret that differs from the cached one in a single byte (its signature or its claims) is
+    /// verified as the new text it is, and refused; the genuine one is still accepted from the cache.
+    @Test func aTamperedCopyOfACachedSecretIsRefused() throws {
+        let f = try SandboxFixture()
+        f.registerToken("rt-1")
+        let secret = try f.secret()
+        #expect(try f.refresh("rt-1", secret: secret).status == 200)
+        let parts = secret.split(separator: ".").map(String.init)
+        var signature = Array(parts[2].utf8)
+        signature[10] = signature[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let badSignature = parts[0] + "." + parts[1] + "." + String(decoding: signature, as: UTF8.self)
+        let otherClaims = try f.secret(exp: f.now + 900).split(separator: ".")[1]
+        let swappedClaims = parts[0] + "." + otherClaims + "." + parts[2]
+        for tampered in [badSignature, swappedClaims] {
+            let reply = try f.refresh("rt-1", secret: tampered)
+            #expect(reply.text == #"{"error":"invalid_client"}"#)
+            #expect(reply.header("X-Sandbox-Reason") == "bad_signature")
+        }
+        #expect(try f.refresh("rt-1", secret: secret).status == 200)
+        let stats = f.model.stats()
+        #expect(stats.clientSecretSignatureChecks == 3)
+        #expect(stats.clientSecretsVerified == 2)
+    }
+
     @Test func secondKeyForTheSameTeamWorks() throws {
         let f = try SandboxFixture()
         let second = try P256PrivateKey.generate()
