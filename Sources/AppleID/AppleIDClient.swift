@@ -131,8 +131,8 @@ public struct AppleIDClient: Sendable {
         return response
     }
 
-    /// The body as a JSON object; a body that is not one (HTML, truncated) is transient.
-    func parseObject(_ response: HTTPResponse) throws(AppleIDError) -> [String: Any] {
+    /// The body's JSON object members; a body that is not one (HTML, truncated) is transient.
+    func parseObject(_ response: HTTPResponse) throws(AppleIDError) -> JSONObjectMembers {
         guard let object = ResponseClassifier.jsonObject(response.body) else {
             throw ResponseClassifier.unparseable(response)
         }

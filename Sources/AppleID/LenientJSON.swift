@@ -1,35 +1,40 @@
 import Foundation
 
-/// Tolerant readers for values decoded by JSONSerialization, for fields Apple has sent in more
-/// than one shape (apple-api.md §0 #4, §2.5).
+/// Tolerant readers of the values `JSONObjectScanner` keeps, for fields Apple has sent in more
+/// than one shape (apple-api.md §0 #4, §2.5). They accept what the earlier readers of
+/// `JSONSerialization`'s values accepted.
 enum LenientJSON {
-    /// An integer from a JSON integer, an integral float, or a numeric string ("300").
-    static func int(_ value: Any?) -> Int? {
+    /// An integer from a JSON integer, an integral number (`3600.0`, `36e2`), or a numeric string
+    /// (`"300"`, whitespace around it allowed); nil for anything else, a bool, or a magnitude of 1e15
+    /// or more.
+    static func int(_ value: JSONMemberValue?) -> Int? {
         switch value {
-        case let string as String:
-            return Int(string.trimmingCharacters(in: .whitespaces))
-        case let number as NSNumber:
-            if isBool(number) { return nil }
-            let double = number.doubleValue
-            guard double.isFinite, double == double.rounded(), abs(double) < 1e15 else { return nil }
+        case .string(let text)?:
+            return Int(text.trimmingCharacters(in: .whitespaces))   // rare: Apple sends a number
+        case .number(let text)?:
+            if let integer = Int(text) { return integer.magnitude < 1_000_000_000_000_000 ? integer : nil }
+            guard let double = Double(text), double.isFinite, double == double.rounded(), abs(double) < 1e15 else { return nil }
             return Int(double)
         default:
             return nil
         }
     }
 
-    /// A Bool from a JSON bool, "true"/"false" (any case), or the numbers 0/1.
-    static func bool(_ value: Any?) -> Bool? {
+    /// A Bool from a JSON bool, `"true"`/`"false"`/`"1"`/`"0"` (any case), or a number whose
+    /// integer part is 0 or 1.
+    static func bool(_ value: JSONMemberValue?) -> Bool? {
         switch value {
-        case let string as String:
-            switch string.lowercased() {
+        case .bool(let flag)?:
+            return flag
+        case .string(let text)?:
+            switch text.lowercased() {
             case "true", "1": return true
             case "false", "0": return false
             default: return nil
             }
-        case let number as NSNumber:
-            if isBool(number) { return number.boolValue }
-            switch number.intValue {
+        case .number(let text)?:
+            guard let double = Double(text), double.isFinite else { return nil }
+            switch double.rounded(.towardZero) {
             case 0: return false
             case 1: return true
             default: return nil
@@ -39,13 +44,15 @@ enum LenientJSON {
         }
     }
 
-    static func nonEmptyString(_ value: Any?) -> String? {
-        guard let string = value as? String, !string.isEmpty else { return nil }
-        return string
+    /// A JSON string that is not empty.
+    static func nonEmptyString(_ value: JSONMemberValue?) -> String? {
+        guard case .string(let text)? = value, !text.isEmpty else { return nil }
+        return text
     }
 
-    /// JSONSerialization returns booleans as NSNumber with ObjC type "c" (integers are "i"/"q").
-    private static func isBool(_ number: NSNumber) -> Bool {
-        String(cString: number.objCType) == "c"
+    /// A JSON string, empty or not.
+    static func string(_ value: JSONMemberValue?) -> String? {
+        guard case .string(let text)? = value else { return nil }
+        return text
     }
 }

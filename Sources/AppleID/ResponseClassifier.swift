@@ -33,12 +33,12 @@ enum ResponseClassifier {
         guard let object = jsonObject(response.body) else {
             return unparseable(response, retryAfter: retryAfter)
         }
-        guard let code = object["error"] as? String, !code.isEmpty else {
+        guard let code = LenientJSON.nonEmptyString(object["error"]) else {
             return AppleIDError(errorClass: .permanent, httpStatus: status, retryAfter: retryAfter, detail: "HTTP \(status) without an error code")
         }
         let errorClass: AppleIDError.Class = configurationCodes.contains(code) ? .configuration : .permanent
         var detail = code
-        if let description = object["error_description"] as? String, !description.isEmpty {
+        if let description = LenientJSON.nonEmptyString(object["error_description"]) {
             detail += ": " + sanitized(description)
         }
         return AppleIDError(errorClass: errorClass, appleError: code, httpStatus: status, retryAfter: retryAfter, detail: detail)
@@ -52,10 +52,10 @@ enum ResponseClassifier {
         return error
     }
 
-    /// The body as a JSON object, or nil if it is not one (syntax error, truncation, array).
-    static func jsonObject(_ body: [UInt8]) -> [String: Any]? {
-        guard let value = try? JSONSerialization.jsonObject(with: Data(body)) else { return nil }
-        return value as? [String: Any]
+    /// The body's JSON object members (`JSONObjectScanner`, strict RFC 8259), or nil if the body
+    /// is not one JSON object (syntax error, truncation, an array, invalid UTF-8).
+    static func jsonObject(_ body: [UInt8]) -> JSONObjectMembers? {
+        try? JSONObjectScanner.members(of: body)
     }
 
     static func mediaType(_ response: HTTPResponse) -> String {

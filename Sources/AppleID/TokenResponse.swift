@@ -33,19 +33,20 @@ public struct TokenResponse: Sendable, Equatable, CustomStringConvertible, Custo
     public static let missingAccessTokenWarning = "Apple answered 200 without access_token; the refresh token was accepted, "
         + "so it counts as valid"
 
-    /// Parses the JSON object of a 2xx answer with HTTP `status`.
+    /// Parses the JSON object's members (`JSONObjectScanner`) of a 2xx answer with HTTP `status`.
     /// - Parameter requireAccessToken: false for a refresh-token validation, where a missing
     ///   `access_token` is a warning instead of an error.
     /// - Throws: `AppleIDError` (permanent, `malformed success body: <reason>`) when a required
     ///   field is missing or has the wrong shape.
-    static func parse(_ object: [String: Any], status: Int, requireAccessToken: Bool = true) throws(AppleIDError) -> TokenResponse {
+    static func parse(_ object: JSONObjectMembers, status: Int, requireAccessToken: Bool = true) throws(AppleIDError) -> TokenResponse {
         var warnings: [String] = []
         let accessToken = LenientJSON.nonEmptyString(object["access_token"]) ?? ""
         if accessToken.isEmpty {
             guard !requireAccessToken else { throw .malformedSuccess(status, "missing access_token") }
             warnings.append(missingAccessTokenWarning)
         }
-        let tokenType = object["token_type"] as? String ?? "Bearer"
+        // A token_type that is not a string reads as absent, as before.
+        let tokenType = LenientJSON.string(object["token_type"]) ?? "Bearer"
         guard tokenType.lowercased() == "bearer" else {
             throw .malformedSuccess(status, "token_type is not bearer")
         }
@@ -90,9 +91,9 @@ public struct MigratedUser: Sendable, Equatable {
         self.isPrivateEmail = isPrivateEmail
     }
 
-    /// Parses the JSON object of a 2xx answer with HTTP `status`.
+    /// Parses the JSON object's members (`JSONObjectScanner`) of a 2xx answer with HTTP `status`.
     /// - Throws: `AppleIDError` (permanent, `malformed success body: missing sub`).
-    static func parse(_ object: [String: Any], status: Int) throws(AppleIDError) -> MigratedUser {
+    static func parse(_ object: JSONObjectMembers, status: Int) throws(AppleIDError) -> MigratedUser {
         guard let sub = LenientJSON.nonEmptyString(object["sub"]) else {
             throw .malformedSuccess(status, "missing sub")
         }
