@@ -24,10 +24,20 @@ extension AppleClientRegistry {
 
 /// Encrypted refresh tokens of a batch of accounts, loaded in one round trip.
 enum StoredTokens {
-    struct Token: Sendable {
+    /// One account's stored token. `description` shows which parts are present, never the token.
+    struct Token: Sendable, CustomStringConvertible, CustomReflectable {
         let ciphertext: [UInt8]?
         let keyID: String?
         let fingerprint: String?
+        /// The decrypted token, once `prepare` has opened it (so an item does not decrypt it again).
+        var plaintext: String? = nil
+
+        var description: String {
+            "StoredToken(ciphertext: \(ciphertext == nil ? "absent" : "present"), key_id: \(keyID ?? "none"), "
+                + "opened: \(plaintext != nil))"
+        }
+
+        var customMirror: Mirror { Mirror(self, children: ["description": description]) }
     }
 
     static func load(_ accountIDs: [Int64], pool: PostgresPool) async throws -> [Int64: Token] {
@@ -53,6 +63,7 @@ extension StoredTokens {
     /// which would fail every item alike.
     /// - Throws: `ConfigurationError` whose description is the pause reason.
     static func open(_ stored: Token, accountID: Int64, keyring: TokenKeyring) throws(ConfigurationError) -> String {
+        if let plaintext = stored.plaintext { return plaintext }
         guard let ciphertext = stored.ciphertext, let keyID = stored.keyID else {
             throw ConfigurationError("account \(accountID) holds no stored refresh token")
         }
@@ -92,16 +103,17 @@ extension StoredTokens {
         } catch {
             return pauseAll(items, reason: error.description)
         }
-        let tokens = try await load(items.compactMap(\.accountID), pool: pool)
+        var tokens = try await load(items.compactMap(\.accountID), pool: pool)
         // A token key that is missing or wrong fails every token alike: that pauses the job. One
         // token that does not decrypt among others that do is that account's problem (corrupt
-        // or tampered): only its item fails.
+        // or tampered): only its item fails. Each token is decrypted here, once: the item's
+        // `operation` gets it opened (`Token.plaintext`).
         var unreadable: [Int64: ConfigurationError] = [:]
         var present = 0
         for (accountID, token) in tokens where token.ciphertext != nil {
             present += 1
             do {
-                _ = try open(token, accountID: accountID, keyring: keyring)
+                tokens[accountID]?.plaintext = try open(token, accountID: accountID, keyring: keyring)
             } catch {
                 if let keyID = token.keyID, !keyring.knows(keyID: keyID) { return pauseAll(items, reason: error.description) }
                 unreadable[accountID] = error
