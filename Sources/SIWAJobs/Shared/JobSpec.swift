@@ -76,7 +76,8 @@ extension KeyedDecodingContainer {
     }
 }
 
-/// JSON object text from string fields, for result details and audit details.
-func jsonObject(_ fields: [String: String?]) -> String {
-    JSONText.object(fields)
+/// JSON object text from string fields, for result details and audit details: keys sorted, nil
+/// values left out (`JSONText.object(pairs:)`).
+func jsonObject(_ fields: KeyValuePairs<String, String?>) -> String {
+    JSONText.object(pairs: fields)
 }
