@@ -3,51 +3,84 @@ import Clocks
 import SIWACore
 
 extension CurlEngine {
-    /// Applies the request's URL, method, headers, body and timeout to a (reset) easy handle.
-    /// Only `https`, or `http` to a loopback address (`Loopback`), may be fetched
-    /// (`CURLOPT_PROTOCOLS_STR`; anything else is `CURLE_UNSUPPORTED_PROTOCOL` before a byte is
-    /// sent), and loopback traffic never goes through a proxy (`noProxy`).
-    func configure(_ easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) -> CURLcode {
-        let request = transfer.request
-        guard let protocols = Self.allowedProtocol(for: request.url) else { return CURLE_UNSUPPORTED_PROTOCOL }
-        let timeoutMS = Int(max(1, min(request.timeout.seconds, 3600)) * 1000)
-        let userdata = Unmanaged.passUnretained(transfer).toOpaque()
-        var headerList: UnsafeMutablePointer<curl_slist>?
-        for (name, value) in request.headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
-        headerList = curl_slist_append(headerList, "Expect:")  // no 100-continue round trip
-        transfer.headerList = headerList
-        var steps: [CURLcode] = [
-            ccurl_easy_setopt_str(easy, CURLOPT_URL, request.url),
-            ccurl_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, protocols),
+    /// Sets the options every request shares on a new easy handle, once: no signals, TCP
+    /// keep-alive, the HTTP version, no redirects, the callbacks, the error buffer, loopback
+    /// never proxied (`noProxy`) and the TLS trust (`TLSTrust`, verification always on). The
+    /// handle keeps them across transfers (it is never reset); `configure` sets the rest.
+    func prepareHandle(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) -> CURLcode {
+        let steps: [CURLcode] = [
             ccurl_easy_setopt_str(easy, CURLOPT_NOPROXY, noProxy),
             ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
-            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS),
-            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
             ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
             ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, policy.curlHTTPVersion),
-            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, servedHTTP1 ? 0 : policy.pipeWait),
             ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
-            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList),
             ccurl_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION, curlWriteBody),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata),
             ccurl_easy_setopt_writefn(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer(for: easy)),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
+            trust.apply(to: easy),
         ]
-        steps.append(trust.apply(to: easy))
+        return steps.first { $0 != CURLE_OK } ?? CURLE_OK
+    }
+
+    /// Applies the request's URL, method, headers, body and timeout to a prepared easy handle
+    /// (`prepareHandle`), replacing whatever its last transfer set. Only `https`, or `http` to a
+    /// loopback address (`Loopback`), may be fetched (`CURLOPT_PROTOCOLS_STR`; anything else is
+    /// `CURLE_UNSUPPORTED_PROTOCOL` before a byte is sent).
+    func configure(_ easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) -> CURLcode {
+        let request = transfer.request
+        guard let protocols = Self.allowedProtocol(for: request.url), let state = handles[easy] else { return CURLE_UNSUPPORTED_PROTOCOL }
+        state.errorBuffer[0] = 0
+        if state.protocols != protocols {
+            let code = ccurl_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, protocols)
+            guard code == CURLE_OK else { return code }
+            state.protocols = protocols
+        }
+        let timeoutMS = Int(max(1, min(request.timeout.seconds, 3600)) * 1000)
+        let userdata = Unmanaged.passUnretained(transfer).toOpaque()
+        var steps: [CURLcode] = [
+            ccurl_easy_setopt_str(easy, CURLOPT_URL, request.url),
+            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS),
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
+            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, servedHTTP1 ? 0 : policy.pipeWait),
+            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers, transfer: transfer)),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata),
+        ]
+        // The method, from a clean slate: HTTPGET undoes the last transfer's POST and body.
         switch request.method.uppercased() {
         case "GET":
+            steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, nil))
             steps.append(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
         case "POST":
+            steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, nil))
             steps.append(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1))
             steps.append(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
         default:
+            steps.append(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
             steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method))
             if !request.body.isEmpty {
                 steps.append(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
             }
         }
         return steps.first { $0 != CURLE_OK } ?? CURLE_OK
+    }
+
+    /// The `CURLOPT_HTTPHEADER` list for `headers` (plus `Expect:` to skip a 100-continue round
+    /// trip): a shared one kept for the engine's life when the set holds no `Authorization`
+    /// header and fewer than `maxSharedHeaderLists` sets are kept; otherwise the transfer's own,
+    /// freed when it ends (`transfer.headerList`), so no bearer token outlives its request.
+    private func headerList(for headers: [(String, String)], transfer: CurlTransfer) -> UnsafeMutablePointer<curl_slist>? {
+        if let shared = sharedHeaderLists.first(where: { $0.headers.elementsEqual(headers, by: ==) }) { return shared.list }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in headers { list = curl_slist_append(list, "\(name): \(value)") }
+        list = curl_slist_append(list, "Expect:")
+        let carriesCredentials = headers.contains { $0.0.lowercased() == "authorization" }
+        if let list, !carriesCredentials, sharedHeaderLists.count < maxSharedHeaderLists {
+            sharedHeaderLists.append((headers, list))
+        } else {
+            transfer.headerList = list
+        }
+        return list
     }
 
     /// `"https"` for an https URL, `"http"` for plain http to a loopback address, else nil.
@@ -88,7 +121,7 @@ extension CurlEngine {
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         counters.record(curlVersion: version, newConnections: connects)
         noteResponseVersion(version)
-        return HTTPResponse(status: status, headers: transfer.headers, body: transfer.body)
+        return HTTPResponse(status: status, fields: transfer.headers, body: transfer.body)
     }
 
     static func kind(of code: CURLcode) -> TransportError.Kind {

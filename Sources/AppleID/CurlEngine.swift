@@ -17,6 +17,9 @@ final class CurlEngine: @unchecked Sendable {
         var cancellations: [Int] = []
         var stopping = false
         var stopped = false
+        /// The eventfd was written since the loop last took the inbox: later callers need not
+        /// write it again (one wake-up per loop step, not one system call per submission).
+        var woken = false
     }
 
     private static let globalInit: Bool = curl_global_init(ccurl_global_all()) == CURLE_OK
@@ -40,14 +43,19 @@ final class CurlEngine: @unchecked Sendable {
     // Loop-thread state.
     private var active: [Int: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Easy handles between transfers, still configured (`prepareHandle`): a reused handle gets
+    /// only the options that change per request (`configure`).
     private var idleHandles: [UnsafeMutableRawPointer] = []
     /// HTTP/2 was asked for and the server answered in HTTP/1.1: the HTTP/1.1 caps apply and new
     /// transfers no longer wait to multiplex (`noteResponseVersion`). The engine talks to one
     /// host (Apple's), so one answer decides.
     private(set) var servedHTTP1 = false
-    /// Each easy handle's `CURLOPT_ERRORBUFFER` (`CURL_ERROR_SIZE` bytes): libcurl's detailed text
-    /// of a failure, e.g. which host name a certificate did not match.
-    private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
+    /// Each easy handle's own state: its `CURLOPT_ERRORBUFFER` and the options it holds that vary.
+    var handles: [UnsafeMutableRawPointer: HandleState] = [:]
+    /// `CURLOPT_HTTPHEADER` lists kept for the engine's life, one per header set seen (the client
+    /// sends the same two or three headers every time); at most `maxSharedHeaderLists`.
+    var sharedHeaderLists: [(headers: [(String, String)], list: UnsafeMutablePointer<curl_slist>)] = []
+    let maxSharedHeaderLists = 8
 
     init?(policy: ConnectionPolicy, trust: TLSTrust) {
         guard Self.globalInit, let multi = curl_multi_init() else { return nil }
@@ -89,7 +97,10 @@ final class CurlEngine: @unchecked Sendable {
         inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.submissions.append(transfer)
-            ccurl_events_wake(events)
+            if !inbox.woken {
+                inbox.woken = true
+                ccurl_events_wake(events)
+            }
             return true
         }
     }
@@ -125,7 +136,11 @@ final class CurlEngine: @unchecked Sendable {
         pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
         while true {
             let (submissions, cancellations, stopping) = inbox.withLock { inbox in
-                defer { inbox.submissions.removeAll(keepingCapacity: true); inbox.cancellations.removeAll(keepingCapacity: true) }
+                defer {
+                    inbox.submissions.removeAll(keepingCapacity: true)
+                    inbox.cancellations.removeAll(keepingCapacity: true)
+                    inbox.woken = false
+                }
                 return (inbox.submissions, inbox.cancellations, inbox.stopping)
             }
             for transfer in submissions { begin(transfer) }
@@ -154,6 +169,8 @@ final class CurlEngine: @unchecked Sendable {
         for transfer in leftovers { transfer.complete(.failure(shutdown)) }
         for easy in idleHandles { cleanup(easy) }
         idleHandles.removeAll()
+        for shared in sharedHeaderLists { curl_slist_free_all(shared.list) }
+        sharedHeaderLists.removeAll()
         curl_multi_cleanup(multi)
         ccurl_events_close(events)
         events.deallocate()
@@ -165,7 +182,7 @@ final class CurlEngine: @unchecked Sendable {
             transfer.complete(.failure(TransportError(kind: .cancelled, message: "request cancelled")))
             return
         }
-        guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+        guard let easy = idleHandles.popLast() ?? newHandle() else {
             transfer.complete(.failure(TransportError(kind: .other, message: "curl_easy_init failed")))
             return
         }
@@ -188,6 +205,9 @@ final class CurlEngine: @unchecked Sendable {
         transfer.complete(result)
     }
 
+    /// Puts a finished transfer's handle back among the idle ones, configured as it is (the
+    /// next `configure` replaces every per-request option), or frees it beyond `maxIdleHandles`.
+    /// A header list of the transfer's own (one not shared) is freed.
     private func recycle(_ transfer: CurlTransfer) {
         if let list = transfer.headerList { curl_slist_free_all(list) }
         transfer.headerList = nil
@@ -195,32 +215,44 @@ final class CurlEngine: @unchecked Sendable {
         byHandle[easy] = nil
         transfer.easy = nil
         if idleHandles.count < maxIdleHandles {
-            curl_easy_reset(easy)
             idleHandles.append(easy)
         } else {
             cleanup(easy)
         }
     }
 
-    /// `easy`'s error buffer, emptied, for `CURLOPT_ERRORBUFFER` (allocated on first use).
-    func errorBuffer(for easy: UnsafeMutableRawPointer) -> UnsafeMutablePointer<CChar> {
-        let buffer = errorBuffers[easy] ?? {
-            let fresh = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-            errorBuffers[easy] = fresh
-            return fresh
-        }()
-        buffer[0] = 0
-        return buffer
+    /// A new easy handle with the options every request shares (`prepareHandle`), or nil.
+    private func newHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        let state = HandleState()
+        handles[easy] = state
+        guard prepareHandle(easy, errorBuffer: state.errorBuffer) == CURLE_OK else {
+            cleanup(easy)
+            return nil
+        }
+        return easy
     }
 
     /// The text libcurl left in `easy`'s error buffer for its last failure, or nil.
     func errorText(of easy: UnsafeMutableRawPointer) -> String? {
-        guard let buffer = errorBuffers[easy], buffer[0] != 0 else { return nil }
+        guard let buffer = handles[easy]?.errorBuffer, buffer[0] != 0 else { return nil }
         return String(cString: buffer)
     }
 
     private func cleanup(_ easy: UnsafeMutableRawPointer) {
         curl_easy_cleanup(easy)
-        errorBuffers.removeValue(forKey: easy)?.deallocate()
+        handles.removeValue(forKey: easy)
     }
+}
+
+/// One easy handle's own state, for the loop thread. `errorBuffer` is its `CURLOPT_ERRORBUFFER`
+/// (`CURL_ERROR_SIZE` bytes: libcurl's detailed text of a failure, e.g. which host name a
+/// certificate did not match); `protocols` the `CURLOPT_PROTOCOLS_STR` it holds.
+final class HandleState {
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    var protocols: String?
+
+    init() { errorBuffer[0] = 0 }
+
+    deinit { errorBuffer.deallocate() }
 }

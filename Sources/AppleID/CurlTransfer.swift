@@ -19,7 +19,8 @@ final class CurlTransfer: @unchecked Sendable {
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var body: [UInt8] = []
-    var headers: [(String, String)] = []
+    /// The response's header fields, as libcurl hands over each line (`ResponseHeaders.addLine`).
+    var headers = ResponseHeaders()
     var overflow = false
 
     init(id: Int, request: HTTPRequest, maxResponseBytes: Int) {
@@ -33,24 +34,6 @@ final class CurlTransfer: @unchecked Sendable {
         guard let continuation else { return }
         self.continuation = nil
         continuation.resume(returning: result)
-    }
-
-    /// Appends a response header line (its raw bytes, as curl hands them over, CRLF included); a
-    /// new status line starts a fresh header set (after `100 Continue` or an intermediate
-    /// response). Parsed as bytes: name up to the first colon, value without leading blanks and
-    /// trailing blanks or line ends (RFC 9110 §5.5); only the two strings are made.
-    func addHeaderLine(_ line: UnsafeRawBufferPointer) {
-        var end = line.count
-        while end > 0, line[end - 1] == 0x0D || line[end - 1] == 0x0A || line[end - 1] == 0x20 || line[end - 1] == 0x09 { end -= 1 }
-        if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {   // "HTTP/"
-            headers.removeAll()
-            return
-        }
-        guard let colon = line[..<end].firstIndex(of: 0x3A) else { return }
-        var start = colon + 1
-        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
-        headers.append((String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
-                        String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)))
     }
 }
 
@@ -73,6 +56,6 @@ func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count:
     guard let data, let userdata else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
     let length = size * count
-    transfer.addHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
+    transfer.headers.addLine(UnsafeRawBufferPointer(start: data, count: length))
     return length
 }

@@ -31,18 +31,28 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
 /// the status and body size only (success bodies carry tokens).
 public struct HTTPResponse: Sendable, CustomStringConvertible, CustomReflectable {
     public var status: Int
-    public var headers: [(String, String)]
+    /// The header fields in arrival order (made from the received bytes when read).
+    public var headers: [(String, String)] {
+        get { fields.pairs }
+        set { fields = ResponseHeaders(newValue) }
+    }
     public var body: [UInt8]
+    /// The header fields as received (`ResponseHeaders`).
+    var fields: ResponseHeaders
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.init(status: status, fields: ResponseHeaders(headers), body: body)
+    }
+
+    init(status: Int, fields: ResponseHeaders, body: [UInt8]) {
         self.status = status
-        self.headers = headers
+        self.fields = fields
         self.body = body
     }
 
-    /// First value of a header, matched case-insensitively.
+    /// First value of a header, its name matched case-insensitively (ASCII).
     public func header(_ name: String) -> String? {
-        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+        fields.value(of: name)
     }
 
     public var description: String { "HTTP \(status) (\(body.count) body bytes)" }
