@@ -17,7 +17,11 @@ extension Array: PostgresEncodable where Element: PostgresArrayElementEncodable 
     public var postgresText: String? { Element.postgresText(forArray: self) }
 }
 
-extension String: PostgresArrayElementEncodable {}
+extension String: PostgresArrayElementEncodable {
+    public static func postgresText(forArray elements: [String]) -> String {
+        PostgresArrayLiteral.encode(strings: elements.lazy.map(Optional.some), count: elements.count)
+    }
+}
 extension Int: PostgresArrayElementEncodable {
     public static func postgresText(forArray elements: [Int]) -> String { PostgresArrayLiteral.encode(integers: elements) }
 }
@@ -32,7 +36,17 @@ extension Double: PostgresArrayElementEncodable {}
 extension Bool: PostgresArrayElementEncodable {}
 extension Date: PostgresArrayElementEncodable {}
 extension UUID: PostgresArrayElementEncodable {}
-extension Optional: PostgresArrayElementEncodable where Wrapped: PostgresArrayElementEncodable & PostgresEncodable {}
+extension Optional: PostgresArrayElementEncodable where Wrapped: PostgresArrayElementEncodable & PostgresEncodable {
+    /// `[String?]` (the completion's text columns) is written straight from its strings; other
+    /// element types go through their `postgresText`.
+    public static func postgresText(forArray elements: [Wrapped?]) -> String {
+        if Wrapped.self == String.self {
+            let strings = unsafeBitCast(elements, to: [String?].self)
+            return PostgresArrayLiteral.encode(strings: strings, count: strings.count)
+        }
+        return PostgresArrayLiteral.encode(elements.map(\.postgresText))
+    }
+}
 
 extension UInt8: PostgresArrayElementEncodable {
     /// `[UInt8]` is `bytea`: `\x` followed by two lower-case hex digits per byte.
@@ -46,27 +60,45 @@ enum PostgresArrayLiteral {
     /// `{e1,e2,...}`; an element is double-quoted (with `"` and `\` backslash-escaped) when it is
     /// empty, spells NULL, or contains a delimiter, brace, quote, backslash or whitespace.
     static func encode(_ elements: [String?]) -> String {
-        var output: [UInt8] = [UInt8(ascii: "{")]
-        output.reserveCapacity(2 + elements.count * 8)
-        for (index, element) in elements.enumerated() {
-            if index > 0 { output.append(UInt8(ascii: ",")) }
-            guard let element else {
+        encode(strings: elements, count: elements.count)
+    }
+
+    /// `encode(_:)` over any sequence of `count` optional strings, each element's bytes copied
+    /// in runs (between the quotes and backslashes that need escaping), into a buffer reserved
+    /// for the whole literal up front.
+    static func encode(strings elements: some Sequence<String?>, count: Int) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(2 + count * 8)
+        output.append(UInt8(ascii: "{"))
+        var first = true
+        for element in elements {
+            if !first { output.append(UInt8(ascii: ",")) }
+            first = false
+            guard var element else {
                 output.append(contentsOf: "NULL".utf8)
                 continue
             }
-            if needsQuotes(element) {
-                output.append(UInt8(ascii: "\""))
-                for byte in element.utf8 {
-                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { output.append(UInt8(ascii: "\\")) }
-                    output.append(byte)
-                }
-                output.append(UInt8(ascii: "\""))
-            } else {
-                output.append(contentsOf: element.utf8)
-            }
+            element.withUTF8 { appendElement($0, to: &output) }
         }
         output.append(UInt8(ascii: "}"))
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// One element's bytes, double-quoted with `"` and `\` escaped when `needsQuotes`.
+    private static func appendElement(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        guard needsQuotes(bytes) else {
+            output.append(contentsOf: bytes)
+            return
+        }
+        output.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in 0..<bytes.count where bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "\\") {
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            output.append(UInt8(ascii: "\\"))
+            runStart = index   // the escaped byte starts the next run
+        }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        output.append(UInt8(ascii: "\""))
     }
 
     /// `{1,-2,3}`: integers written as decimal digits straight into the literal, without a
@@ -92,10 +124,13 @@ enum PostgresArrayLiteral {
         return String(decoding: output, as: UTF8.self)
     }
 
-    private static func needsQuotes(_ element: String) -> Bool {
+    /// True when an element must be quoted: it is empty, spells NULL in any case, or holds a
+    /// delimiter, brace, quote, backslash or whitespace.
+    private static func needsQuotes(_ element: UnsafeBufferPointer<UInt8>) -> Bool {
         if element.isEmpty { return true }
-        if element.utf8.count == 4, element.lowercased() == "null" { return true }
-        for byte in element.utf8 {
+        if element.count == 4, (element[0] | 0x20) == UInt8(ascii: "n"), (element[1] | 0x20) == UInt8(ascii: "u"),
+           (element[2] | 0x20) == UInt8(ascii: "l"), (element[3] | 0x20) == UInt8(ascii: "l") { return true }
+        for byte in element {
             switch byte {
             case UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: ","), UInt8(ascii: "\""),
                  UInt8(ascii: "\\"), UInt8(ascii: " "), 0x09...0x0D:
@@ -185,21 +220,30 @@ enum PostgresBytea {
     }
 
     static func decode(_ text: String) throws(DatabaseError) -> [UInt8] {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
-            throw DatabaseError.decoding("bytea is not in hex format (set bytea_output = 'hex')")
-        }
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count - 2) / 2)
-        var index = 2
-        while index < bytes.count {
-            guard let high = nibble(bytes[index]), let low = nibble(bytes[index + 1]) else {
-                throw DatabaseError.decoding("bytea contains a non-hex digit")
+        var text = text
+        let decoded: [UInt8]?? = text.withUTF8 { bytes -> [UInt8]?? in
+            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else {
+                return .none
             }
-            output.append(high << 4 | low)
-            index += 2
+            let count = (bytes.count - 2) / 2
+            var valid = true
+            let output = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                for index in 0..<count {
+                    guard let high = nibble(bytes[2 + 2 * index]), let low = nibble(bytes[3 + 2 * index]) else {
+                        valid = false
+                        break
+                    }
+                    buffer[index] = high << 4 | low
+                    initialized = index + 1
+                }
+            }
+            return .some(valid ? output : nil)
         }
-        return output
+        switch decoded {
+        case .none: throw DatabaseError.decoding("bytea is not in hex format (set bytea_output = 'hex')")
+        case .some(.none): throw DatabaseError.decoding("bytea contains a non-hex digit")
+        case .some(.some(let output)): return output
+        }
     }
 
     private static func nibble(_ byte: UInt8) -> UInt8? {

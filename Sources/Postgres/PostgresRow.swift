@@ -63,19 +63,25 @@ public struct PostgresRow: Sendable {
 }
 
 /// Column name to position for one result, shared by all of its rows. The first of duplicate
-/// names wins.
+/// names wins. A result of at most `linearLimit` columns (every statement of the queue) is
+/// searched in order, which costs less than hashing the name on every `decode`.
 final class ColumnLookup: Sendable {
+    static let linearLimit = 16
+    private let columns: [String]
     private let positions: [String: Int]
 
     init(columns: [String]) {
+        self.columns = columns
         var positions: [String: Int] = [:]
-        for (index, name) in columns.enumerated() where positions[name] == nil {
-            positions[name] = index
+        if columns.count > Self.linearLimit {
+            for (index, name) in columns.enumerated() where positions[name] == nil {
+                positions[name] = index
+            }
         }
         self.positions = positions
     }
 
     func index(of column: String) -> Int? {
-        positions[column]
+        columns.count > Self.linearLimit ? positions[column] : columns.firstIndex(of: column)
     }
 }
