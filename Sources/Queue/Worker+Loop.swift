@@ -225,7 +225,8 @@ extension Worker {
     func noteBackpressure(_ s: inout LoopState, bound: Int) {
         let unflushed = flusher.unflushed
         let held = unflushed + s.inflight >= bound
-        let fields = ["unflushed": "\(unflushed)", "in_flight": "\(s.inflight)", "bound": "\(bound)"]
+        // Made only when something is logged (this runs on every turn of the loop).
+        var fields: [String: String] { ["unflushed": "\(unflushed)", "in_flight": "\(s.inflight)", "bound": "\(bound)"] }
         if held {
             flusher.hurry()
             let since = s.backpressureSince ?? clock.now
