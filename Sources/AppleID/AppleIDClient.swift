@@ -16,6 +16,11 @@ public struct AppleIDClient: Sendable {
     /// budget); nil sends at once.
     public let gate: (any RequestGate)?
     let clock: any WallClock
+    /// `baseURL` + each gated endpoint's path, made once (`GatedEndpoint.allCases` order).
+    private let endpointURLs: [String]
+
+    /// The headers of every form POST.
+    private static let formHeaders = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
 
     /// - Parameters:
     ///   - baseURL: scheme and host (and port); a trailing `/` is removed.
@@ -39,6 +44,16 @@ public struct AppleIDClient: Sendable {
         self.timeout = max(.seconds(10), timeout)
         self.clock = clock
         self.gate = gate
+        self.endpointURLs = GatedEndpoint.allCases.map { base + $0.rawValue }
+    }
+
+    /// The URL of `endpoint`.
+    func url(_ endpoint: GatedEndpoint) -> String {
+        switch endpoint {
+        case .token: endpointURLs[0]
+        case .revoke: endpointURLs[1]
+        case .userMigrationInfo: endpointURLs[2]
+        }
     }
 
     /// The client ID sent as `client_id` (and the secret's `sub`).
@@ -96,17 +111,19 @@ public struct AppleIDClient: Sendable {
     /// Form-POSTs `fields` plus `client_id` and `client_secret` to `endpoint` once the gate
     /// admits it, classifying non-2xx responses.
     func post(_ endpoint: GatedEndpoint, _ fields: [(String, String)], bearer: String? = nil) async throws(AppleIDError) -> HTTPResponse {
-        let secret: String
+        let credentials: [UInt8]
         do {
-            secret = try secrets.secret()
+            credentials = try secrets.credentialFields()
         } catch {
             throw .configuration("could not mint the client secret: \(error)")
         }
-        var headers = [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")]
+        var headers = Self.formHeaders
         if let bearer { headers.append(("Authorization", "Bearer " + bearer)) }
-        let body = FormEncoding.encodedBytes(fields + [("client_id", clientID), ("client_secret", secret)])
-        let request = HTTPRequest(method: "POST", url: baseURL + endpoint.rawValue, headers: headers, body: body,
-                                  timeout: timeout)
+        // `fields`, then client_id and client_secret (encoded once per secret by the provider).
+        var body = FormEncoding.encodedBytes(fields, reservingExtra: credentials.count + 1)
+        if !body.isEmpty { body.append(UInt8(ascii: "&")) }
+        body.append(contentsOf: credentials)
+        let request = HTTPRequest(method: "POST", url: url(endpoint), headers: headers, body: body, timeout: timeout)
         return try await send(request, gated: endpoint)
     }
 

@@ -17,6 +17,8 @@ public final class ClientSecretProvider: Sendable {
 
     private struct State {
         var token: String?
+        /// `client_id=…&client_secret=…` for `token`, form-encoded once per mint.
+        var credentialFields: [UInt8] = []
         var expiresAt = Date.distantPast
         var mintCount = 0
     }
@@ -47,16 +49,31 @@ public final class ClientSecretProvider: Sendable {
     /// The current secret, minting a new one if none is cached or it is near expiry.
     /// - Throws: `CryptoError` if signing fails.
     public func secret() throws(CryptoError) -> String {
-        try state.withLock { (state) throws(CryptoError) -> String in
+        try current().token
+    }
+
+    /// The form fields `client_id=<id>&client_secret=<secret>` of the current secret
+    /// (`client_secret_post`), encoded once per mint (`FormEncoding`) rather than per request:
+    /// the secret is the longest part of every request body.
+    /// - Throws: `CryptoError` if signing fails.
+    func credentialFields() throws(CryptoError) -> [UInt8] {
+        try current().fields
+    }
+
+    /// The cached secret and its encoded form fields, minted afresh when none is cached or it
+    /// is near expiry.
+    private func current() throws(CryptoError) -> (token: String, fields: [UInt8]) {
+        try state.withLock { (state) throws(CryptoError) -> (token: String, fields: [UInt8]) in
             let now = clock.now
             if let token = state.token, state.expiresAt.timeIntervalSince(now) > refreshMargin.seconds {
-                return token
+                return (token, state.credentialFields)
             }
             let minted = try ClientSecret.mint(credentials: credentials, now: now, lifetime: lifetime)
             state.token = minted.token
+            state.credentialFields = FormEncoding.encodedBytes([("client_id", credentials.clientID), ("client_secret", minted.token)])
             state.expiresAt = minted.expiresAt
             state.mintCount += 1
-            return minted.token
+            return (minted.token, state.credentialFields)
         }
     }
 

@@ -5,9 +5,10 @@ import Synchronization
 /// thread through the engine's locked inbox; after that only the loop thread touches its
 /// mutable fields (the inbox lock orders the hand-off), so `@unchecked Sendable` is sound.
 final class CurlTransfer: @unchecked Sendable {
-    /// The waiting `send`. A non-throwing continuation carrying the outcome, because checked
-    /// continuations can only throw `any Error`; `CurlTransport.send` rethrows it typed.
-    typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
+    /// The waiting `send`. A non-throwing continuation carrying the outcome (`CurlTransport.send`
+    /// rethrows it typed). Unchecked: `complete` resumes it exactly once (it clears it first), so
+    /// the checked form's extra allocation and bookkeeping per request buy nothing.
+    typealias Completion = UnsafeContinuation<Result<HTTPResponse, TransportError>, Never>
 
     let id: Int
     let request: HTTPRequest

@@ -48,7 +48,7 @@ public final class CurlTransport: HTTPTransport {
         }
         let transfer = CurlTransfer(id: engine.nextID(), request: request, maxResponseBytes: maxResponseBytes)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withUnsafeContinuation { continuation in
                 transfer.continuation = continuation
                 if !engine.submit(transfer) {
                     transfer.complete(.failure(TransportError(kind: .other, message: "transport shut down")))

@@ -11,8 +11,14 @@ public enum FormEncoding {
 
     /// `encode(fields)` as UTF-8 bytes, the request body itself (no String in between).
     public static func encodedBytes(_ fields: [(String, String)]) -> [UInt8] {
+        encodedBytes(fields, reservingExtra: 0)
+    }
+
+    /// `encodedBytes(fields)` in a buffer with room for `extra` more bytes (what the caller
+    /// appends next), so appending them does not copy the body again.
+    static func encodedBytes(_ fields: [(String, String)], reservingExtra extra: Int) -> [UInt8] {
         var out = [UInt8]()
-        out.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 32)
+        out.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 32 + extra)
         for (index, field) in fields.enumerated() {
             if index > 0 { out.append(UInt8(ascii: "&")) }
             append(field.0, to: &out)

@@ -62,6 +62,21 @@ import TestSupport
         #expect(!text.contains("x=1"))
     }
 
+    /// Every HTTP status counted by value lands under its own label (the numeric lookup agrees
+    /// with the label list), and any other under `other`.
+    @Test func everyCountedStatusHasItsOwnLabel() async throws {
+        let numeric = AppleCallMetrics.statuses.compactMap { Int($0) }
+        #expect(numeric == [200, 400, 401, 403, 404, 429, 500, 502, 503, 504])
+        let transport = ScriptedTransport(script: (numeric + [201, 302, 599]).map { .success(HTTPResponse(status: $0)) })
+        let metrics = AppleCallMetrics()
+        let instrumented = metrics.instrument(transport)
+        for _ in 0..<(numeric.count + 3) {
+            _ = try await instrumented.send(HTTPRequest(method: "POST", url: "https://appleid.apple.com/auth/token"))
+        }
+        for status in numeric { #expect(metrics.calls(endpoint: "token", status: String(status)) == 1, "\(status)") }
+        #expect(metrics.calls(endpoint: "token", status: "other") == 3)
+    }
+
     @Test func textFileIsReplacedAtomically() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -32,10 +32,35 @@ public final class AppleCallMetrics: Sendable {
     /// Records one call to `url` that ended with `status` (an HTTP status or a transport failure)
     /// after `elapsed`.
     func record(url: String, status: String, elapsed: Duration) {
+        record(url: url, statusIndex: Self.statuses.firstIndex(of: status) ?? Self.otherStatus, elapsed: elapsed)
+    }
+
+    /// `record(url:status:elapsed:)` for an HTTP status, without making its text (every call).
+    func record(url: String, httpStatus: Int, elapsed: Duration) {
+        record(url: url, statusIndex: Self.statusIndex(httpStatus), elapsed: elapsed)
+    }
+
+    private func record(url: String, statusIndex s: Int, elapsed: Duration) {
         let e = Self.endpointIndex(url)
-        let s = Self.statuses.firstIndex(of: status) ?? Self.otherStatus
         counters[e][s].increment()
         latency[e].observe(elapsed)
+    }
+
+    /// The position in `statuses` of an HTTP status counted by value, else of `other`.
+    static func statusIndex(_ status: Int) -> Int {
+        switch status {
+        case 200: 0
+        case 400: 1
+        case 401: 2
+        case 403: 3
+        case 404: 4
+        case 429: 5
+        case 500: 6
+        case 502: 7
+        case 503: 8
+        case 504: 9
+        default: otherStatus
+        }
     }
 
     /// Calls so far to `endpoint` with `status`.
@@ -93,7 +118,7 @@ struct InstrumentedTransport: HTTPTransport {
         let started = clock.now
         do {
             let response = try await base.send(request)
-            metrics.record(url: request.url, status: "\(response.status)", elapsed: clock.now - started)
+            metrics.record(url: request.url, httpStatus: response.status, elapsed: clock.now - started)
             return response
         } catch {
             metrics.record(url: request.url, status: AppleCallMetrics.status(of: error), elapsed: clock.now - started)
