@@ -28,41 +28,51 @@ extension CurlEngine {
     /// `CURLE_UNSUPPORTED_PROTOCOL` before a byte is sent).
     func configure(_ easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) -> CURLcode {
         let request = transfer.request
-        guard let protocols = Self.allowedProtocol(for: request.url), let state = handles[easy] else { return CURLE_UNSUPPORTED_PROTOCOL }
+        guard let protocols = protocolAllowed(for: request.url), let state = handles[easy] else { return CURLE_UNSUPPORTED_PROTOCOL }
         state.errorBuffer[0] = 0
+        // The first failing option's code (later ones are still set; the transfer is not started).
+        var failure = CURLE_OK
+        func set(_ code: CURLcode) { if failure == CURLE_OK && code != CURLE_OK { failure = code } }
         if state.protocols != protocols {
-            let code = ccurl_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, protocols)
-            guard code == CURLE_OK else { return code }
-            state.protocols = protocols
+            set(ccurl_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, protocols))
+            state.protocols = failure == CURLE_OK ? protocols : nil
         }
         let timeoutMS = Int(max(1, min(request.timeout.seconds, 3600)) * 1000)
         let userdata = Unmanaged.passUnretained(transfer).toOpaque()
-        var steps: [CURLcode] = [
-            ccurl_easy_setopt_str(easy, CURLOPT_URL, request.url),
-            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS),
-            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)),
-            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, servedHTTP1 ? 0 : policy.pipeWait),
-            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers, transfer: transfer)),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata),
-        ]
+        set(ccurl_easy_setopt_str(easy, CURLOPT_URL, request.url))
+        set(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMS))
+        set(ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMS, 10_000)))
+        set(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, servedHTTP1 ? 0 : policy.pipeWait))
+        set(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList(for: request.headers, transfer: transfer)))
+        set(ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata))
+        set(ccurl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata))
         // The method, from a clean slate: HTTPGET undoes the last transfer's POST and body.
-        switch request.method.uppercased() {
+        let method = request.method == "POST" || request.method == "GET" ? request.method : request.method.uppercased()
+        switch method {
         case "GET":
-            steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, nil))
-            steps.append(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+            set(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, nil))
+            set(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
         case "POST":
-            steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, nil))
-            steps.append(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1))
-            steps.append(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
+            set(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, nil))
+            set(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1))
+            set(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
         default:
-            steps.append(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
-            steps.append(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method))
+            set(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+            set(ccurl_easy_setopt_str(easy, CURLOPT_CUSTOMREQUEST, request.method))
             if !request.body.isEmpty {
-                steps.append(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
+                set(request.body.withUnsafeBytes { ccurl_easy_set_body(easy, $0.baseAddress, $0.count) })
             }
         }
-        return steps.first { $0 != CURLE_OK } ?? CURLE_OK
+        return failure
+    }
+
+    /// `allowedProtocol(for:)`, remembered for the last URL seen (the client sends to the same
+    /// one or two URLs every time). Loop thread only.
+    private func protocolAllowed(for url: String) -> String? {
+        if let last = lastURLVerdict, last.url == url { return last.protocols }
+        let protocols = Self.allowedProtocol(for: url)
+        lastURLVerdict = (url, protocols)
+        return protocols
     }
 
     /// The `CURLOPT_HTTPHEADER` list for `headers` (plus `Expect:` to skip a 100-continue round

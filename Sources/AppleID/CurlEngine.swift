@@ -56,6 +56,8 @@ final class CurlEngine: @unchecked Sendable {
     /// sends the same two or three headers every time); at most `maxSharedHeaderLists`.
     var sharedHeaderLists: [(headers: [(String, String)], list: UnsafeMutablePointer<curl_slist>)] = []
     let maxSharedHeaderLists = 8
+    /// The last URL configured and `allowedProtocol(for:)` of it.
+    var lastURLVerdict: (url: String, protocols: String?)?
 
     init?(policy: ConnectionPolicy, trust: TLSTrust) {
         guard Self.globalInit, let multi = curl_multi_init() else { return nil }

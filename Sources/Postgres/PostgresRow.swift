@@ -10,8 +10,8 @@
 public struct PostgresRow: Sendable {
     /// Column names in result order.
     public let columns: [String]
-    let values: [String?]
-    let lookup: ColumnLookup
+    @usableFromInline let values: [String?]
+    @usableFromInline let lookup: ColumnLookup
 
     init(columns: [String], values: [String?], lookup: ColumnLookup) {
         self.columns = columns
@@ -32,39 +32,57 @@ public struct PostgresRow: Sendable {
 
     /// The value of `column` as `T`. Throws `.decoding` naming the column if it is NULL, missing,
     /// or not convertible.
+    /// Inlinable, so a caller in another module gets it specialized for its `T` (rows of every
+    /// claim and completion are decoded through here).
+    @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(DatabaseError) -> T {
-        guard let text = try rawValue(column) else {
-            throw .decoding("column \"\(column)\" is NULL; decode it as \(T.self)? to accept NULL")
-        }
+        guard let text = try rawValue(column) else { throw Self.nullValue(column, T.self) }
         return try convert(text, column: column)
     }
 
     /// The value of `column` as `T?`: nil for NULL. Throws `.decoding` naming the column if the
     /// column is missing or not convertible.
+    @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T?.Type = T?.self) throws(DatabaseError) -> T? {
         guard let text = try rawValue(column) else { return nil }
         return try convert(text, column: column)
     }
 
-    private func rawValue(_ column: String) throws(DatabaseError) -> String? {
-        guard let index = lookup.index(of: column) else {
-            throw .decoding("no column named \"\(column)\" in the result")
-        }
+    @inlinable
+    func rawValue(_ column: String) throws(DatabaseError) -> String? {
+        guard let index = lookup.index(of: column) else { throw Self.missingColumn(column) }
         return values[index]
     }
 
-    private func convert<T: PostgresDecodable>(_ text: String, column: String) throws(DatabaseError) -> T {
+    @inlinable
+    func convert<T: PostgresDecodable>(_ text: String, column: String) throws(DatabaseError) -> T {
         do {
             return try T(postgresText: text)
         } catch {
-            throw .decoding("column \"\(column)\" as \(T.self): \(error.message)")
+            throw Self.unconvertible(column, T.self, error)
         }
+    }
+
+    @usableFromInline
+    static func nullValue(_ column: String, _ type: Any.Type) -> DatabaseError {
+        .decoding("column \"\(column)\" is NULL; decode it as \(type)? to accept NULL")
+    }
+
+    @usableFromInline
+    static func missingColumn(_ column: String) -> DatabaseError {
+        .decoding("no column named \"\(column)\" in the result")
+    }
+
+    @usableFromInline
+    static func unconvertible(_ column: String, _ type: Any.Type, _ error: DatabaseError) -> DatabaseError {
+        .decoding("column \"\(column)\" as \(type): \(error.message)")
     }
 }
 
 /// Column name to position for one result, shared by all of its rows. The first of duplicate
 /// names wins. A result of at most `linearLimit` columns (every statement of the queue) is
 /// searched in order, which costs less than hashing the name on every `decode`.
+@usableFromInline
 final class ColumnLookup: Sendable {
     static let linearLimit = 16
     private let columns: [String]
@@ -81,6 +99,7 @@ final class ColumnLookup: Sendable {
         self.positions = positions
     }
 
+    @usableFromInline
     func index(of column: String) -> Int? {
         columns.count > Self.linearLimit ? positions[column] : columns.firstIndex(of: column)
     }

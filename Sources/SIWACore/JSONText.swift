@@ -5,16 +5,21 @@ public enum JSONText {
     /// `s` as a JSON string literal, with quotes: `"`, `\` and control characters escaped
     /// (RFC 8259 §7), everything else as is.
     public static func quote(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count + 2)
+        appendQuoted(s, to: &out)
+        return out
+    }
+
+    /// Appends `quote(s)` to `out` (no intermediate String).
+    public static func appendQuoted(_ s: String, to out: inout String) {
+        out += "\""
         // Most text (fingerprints, codes, reasons) needs no escape: one scan of its bytes, one copy.
         if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            var out = "\""
-            out.reserveCapacity(s.utf8.count + 2)
             out += s
             out += "\""
-            return out
+            return
         }
-        var out = "\""
-        out.reserveCapacity(s.utf8.count + 2)
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -29,33 +34,59 @@ public enum JSONText {
             }
         }
         out += "\""
-        return out
     }
 
     /// A JSON object of string members, keys sorted, nil values left out: `{"a":"x","b":"y"}`.
     public static func object(_ fields: [String: String?]) -> String {
-        members(fields.map { ($0.key, $0.value) })
-    }
-
-    /// `object(_:)` from a literal's pairs, without hashing them into a dictionary first (result
-    /// and audit details are made for every item): the same text, keys sorted, nil values left
-    /// out. A key given twice appears twice.
-    public static func object(pairs fields: KeyValuePairs<String, String?>) -> String {
-        members(fields.map { ($0.key, $0.value) })
-    }
-
-    private static func members(_ fields: [(key: String, value: String?)]) -> String {
         var out = "{"
         var first = true
-        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-            guard let value else { continue }
+        for key in fields.keys.sorted() {
+            guard let value = fields[key] ?? nil else { continue }
             if !first { out += "," }
             first = false
-            out += quote(key)
+            appendQuoted(key, to: &out)
             out += ":"
-            out += quote(value)
+            appendQuoted(value, to: &out)
         }
         out += "}"
         return out
+    }
+
+    /// `object(_:)` from a literal's pairs, without hashing them into a dictionary or sorting
+    /// them into new arrays (result and audit details are made for every item): the same text,
+    /// keys sorted, nil values left out. A key given twice appears twice, in the given order.
+    /// Meant for a handful of pairs (it picks the next key by a scan: quadratic in the count).
+    public static func object(pairs fields: KeyValuePairs<String, String?>) -> String {
+        var length = 2
+        for (key, value) in fields { length += key.utf8.count + (value?.utf8.count ?? 0) + 6 }
+        var out = ""
+        out.reserveCapacity(length)
+        out += "{"
+        var first = true
+        var previous: Int?   // index of the member written last
+        for _ in 0..<fields.count {
+            // The next member: the least (key, index) after the previous one.
+            var next: Int?
+            for index in fields.indices {
+                if let previous, !precedes(fields[previous].key, previous, fields[index].key, index) { continue }
+                if let candidate = next, !precedes(fields[index].key, index, fields[candidate].key, candidate) { continue }
+                next = index
+            }
+            guard let next else { break }
+            previous = next
+            guard let value = fields[next].value else { continue }
+            if !first { out += "," }
+            first = false
+            appendQuoted(fields[next].key, to: &out)
+            out += ":"
+            appendQuoted(value, to: &out)
+        }
+        out += "}"
+        return out
+    }
+
+    /// Whether member (`a`, `i`) sorts before member (`b`, `j`): by key, then by position.
+    private static func precedes(_ a: String, _ i: Int, _ b: String, _ j: Int) -> Bool {
+        a < b || (a == b && i < j)
     }
 }

@@ -24,6 +24,8 @@ import Testing
         #expect(JSONText.object(pairs: ["token_fingerprint": fingerprint, "apple_error": "invalid_grant"])
             == "{\"apple_error\":\"invalid_grant\",\"token_fingerprint\":\"hmac:0123456789abcdef\"}")
         #expect(JSONText.object(pairs: [:]) == "{}")
+        #expect(JSONText.object(pairs: ["b": "1", "a": "2", "b": "3", "c": nil]) == "{\"a\":\"2\",\"b\":\"1\",\"b\":\"3\"}")
+        #expect(JSONText.object(pairs: ["only": nil, "x": nil]) == "{}")
     }
 
     /// Text without anything to escape is copied whole; text with escapes goes the long way: both
