@@ -34,12 +34,15 @@ static inline long ccurl_global_all(void) { return CURL_GLOBAL_ALL; }
 #include <time.h>
 #include <unistd.h>
 #include <errno.h>
+#include <stdint.h>
 
 typedef struct {
     int epfd;
     int wakefd;
     /* CLOCK_MONOTONIC milliseconds of the next timeout action, -1 for none. */
     long long deadline_ms;
+    /* The multi handle, for curl_multi_assign in the socket callback. */
+    CURLM *multi;
 } ccurl_events;
 
 static inline long long ccurl_now_ms(void) {
@@ -48,18 +51,25 @@ static inline long long ccurl_now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The events a socket is registered for are remembered in libcurl's own per-socket pointer
+   (curl_multi_assign: 1 + the CURL_POLL_* value, which libcurl forgets when the socket goes), so
+   a callback that asks for what is already registered costs no epoll_ctl. */
 static inline int ccurl_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp) {
-    (void)easy; (void)socketp;
+    (void)easy;
     ccurl_events *ev = (ccurl_events *)userp;
     if (what == CURL_POLL_REMOVE) {
         epoll_ctl(ev->epfd, EPOLL_CTL_DEL, s, NULL);
         return 0;
     }
+    if (socketp == (void *)(uintptr_t)(1 + what)) return 0;
     struct epoll_event ee;
     ee.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
     ee.data.u64 = 0;
     ee.data.fd = s;
-    if (epoll_ctl(ev->epfd, EPOLL_CTL_MOD, s, &ee) != 0 && errno == ENOENT) epoll_ctl(ev->epfd, EPOLL_CTL_ADD, s, &ee);
+    int rc = epoll_ctl(ev->epfd, socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s, &ee);
+    if (rc != 0 && errno == ENOENT) rc = epoll_ctl(ev->epfd, EPOLL_CTL_ADD, s, &ee);
+    else if (rc != 0 && errno == EEXIST) rc = epoll_ctl(ev->epfd, EPOLL_CTL_MOD, s, &ee);
+    curl_multi_assign(ev->multi, s, rc == 0 ? (void *)(uintptr_t)(1 + what) : NULL);
     return 0;
 }
 
@@ -73,6 +83,7 @@ static inline int ccurl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 /* Opens the epoll and wake-up descriptors and hands libcurl the callbacks. 0 on success. */
 static inline int ccurl_events_open(ccurl_events *ev, CURLM *multi) {
     ev->deadline_ms = -1;
+    ev->multi = multi;
     ev->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (ev->epfd < 0) return -1;
     ev->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
