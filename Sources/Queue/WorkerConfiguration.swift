@@ -18,8 +18,8 @@ public struct WorkerConfiguration: Sendable {
     /// `flushMaxItems`, they are held until the oldest has waited this long, so a slow stream (a
     /// rate ceiling, a low concurrency) is written in a few statements instead of one per item or
     /// two; an urgent completion, backpressure, a drain's end or a stop writes them at once.
-    /// Default 100 ms; at most `flushInterval` means no hold.
-    public var bulkFlushInterval: Duration = .milliseconds(100)
+    /// Default 250 ms; at most `flushInterval` means no hold.
+    public var bulkFlushInterval: Duration = .milliseconds(250)
     /// After SIGTERM/SIGINT, how long in-flight items get to finish before they are cancelled and
     /// released. Default 20 s.
     public var shutdownGrace: Duration
@@ -49,10 +49,9 @@ public struct WorkerConfiguration: Sendable {
     /// Backpressure: most completions waiting to be written plus items in flight. While that many
     /// are held, the worker neither claims nor starts items, so a database that cannot take
     /// writes (a lock, an outage) holds at most this many completions in memory. 0 picks
-    /// max(2 × concurrency, concurrency + 256): at low concurrency the room beside the C running
-    /// lets bulk completions gather into statements of about 128 (`Worker` holds them up to half
-    /// of it), where 2 × C = 128 at C=64 had written 32 per statement, each statement costing
-    /// PostgreSQL about 0.9 ms whatever its size.
+    /// max(2 × concurrency, concurrency + 1024): the room beside the C running lets bulk
+    /// completions gather into statements of `flushMaxItems` (`Worker` holds them up to half of
+    /// it); C + 256 had held them to 128 per statement at any C, and 2 × C to 32 at C=64.
     public var maxUnflushed: Int
     /// Kinds this process cannot run, with why (e.g. no Apple credentials configured). With
     /// `drain`, running jobs of these kinds with items left are reported (`WorkerReport.unrunnable`),
@@ -97,6 +96,6 @@ public struct WorkerConfiguration: Sendable {
 
     /// The effective backpressure bound.
     var effectiveMaxUnflushed: Int {
-        maxUnflushed > 0 ? maxUnflushed : max(2 * concurrency, concurrency + 256)
+        maxUnflushed > 0 ? maxUnflushed : max(2 * concurrency, concurrency + 1024)
     }
 }

@@ -34,7 +34,7 @@ enum WorkCommand: Command {
                                                + "long since its first attempt (0: max attempts alone)")
     static let maxUnflushed = Declare.option("max-unflushed", "N", .integer(in: 1...1_000_000),
                                              help: "backpressure: completions waiting to be written plus items in flight at "
-                                                 + "which claiming pauses", defaultText: "max(2 x concurrency, concurrency + 256)")
+                                                 + "which claiming pauses", defaultText: "max(2 x concurrency, concurrency + 1024)")
     static let kinds = Declare.option("kinds", "LIST", .string, help: "comma-separated job kinds to run (default: all)")
     static let workerID = Declare.option("worker-id", "ID", .string, help: "prefix of this process's lease owner id",
                                          defaultText: "the host name")

@@ -4,14 +4,14 @@ import Testing
 @testable import SIWAJobs
 
 /// Backpressure (issue #8 item 2): while `siwa.results` is locked, the worker stops claiming
-/// once the bound (max(2 × C, C + 256) completions plus items in flight) is reached, and writes
+/// once the bound (max(2 × C, C + 1024) completions plus items in flight) is reached, and writes
 /// them all when the lock goes.
 @Suite(.serialized) struct BackpressureTests {
     @Test func withResultsLockedForSixtySecondsAtMostTwoCCompletionsWaitInMemory() async throws {
         var world = try await SIWAWorld.create(latency: .fixed(50))
         try await world.seed(accounts: 4000, revokedFraction: 0.03)
         let job = try await world.enqueue()
-        let concurrency = 64, bound = max(2 * concurrency, concurrency + 256)   // the default --max-unflushed
+        let concurrency = 64, bound = max(2 * concurrency, concurrency + 1024)   // the default --max-unflushed
         let worker = try BinaryProcess(["work", "--drain", "--concurrency", "\(concurrency)"], environment: world.environment)
         try await waitFor("the first 200 results") {
             try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) >= 200
