@@ -11,6 +11,8 @@ import Synchronization
 /// Up to `parallelWrites` statements run at once, each of at most `maxItems` completions. Bulk
 /// completions alone (`JobPriority.bulk` and less urgent) are held until the oldest has waited
 /// `bulkInterval`, unless the batch is full or the flusher is hurried, closed or given an urgent one.
+/// A job's first `promptFirst` completions in this worker count as urgent whatever its priority, so
+/// what judges a job's first results (the safety stop's window) sees them as they come.
 ///
 /// What a failed batch does depends on the failure's `DatabaseError.meaning` (see
 /// `Flusher+Write.swift`): only `badData` splits a batch and fails an item; `transient` and
@@ -26,8 +28,11 @@ final class Flusher: Sendable {
         var hurried = false   // `hurry()` was called since the last batch was taken
         /// When the oldest completion in `buffer` arrived (nil while it is empty).
         var oldestAt: Date?
-        /// Completions in `buffer` of jobs more urgent than `JobPriority.bulk`.
-        var urgentBuffered = 0
+        /// Items whose completions in `buffer` are written without a hold: of jobs more urgent
+        /// than `JobPriority.bulk`, or among their job's first `promptFirst` here.
+        var urgentIDs: Set<Int64> = []
+        /// Completions added so far per job, counted up to `promptFirst` (`Flusher+Prompt.swift`).
+        var addedPerJob: [Int64: Int] = [:]
         /// The loop is holding bulk completions: an urgent one arriving cuts the hold short.
         var holding = false
         var closed = false
@@ -70,6 +75,8 @@ final class Flusher: Sendable {
     /// …and how many at most: the worker's backpressure bound counts held completions, so a hold
     /// stops well before it (the worker passes half of what the bound leaves beside its slots).
     let holdLimit: Int
+    /// How many of each job's first completions are written without a hold (see the type's comment).
+    let promptFirst: Int
     /// After `close()`, how long transient failures are still retried before the rest is left.
     let closeGrace: Duration
     let clock: any WallClock
@@ -81,7 +88,7 @@ final class Flusher: Sendable {
     let abort: Latch
 
     init(store: any JobStore, owner: String, writes: [String: KindWrites], maxItems: Int, interval: Duration,
-         bulkInterval: Duration = .zero, holdLimit: Int = .max,
+         bulkInterval: Duration = .zero, holdLimit: Int = .max, promptFirst: Int = Flusher.defaultPromptFirst,
          closeGrace: Duration, clock: any WallClock, inFlight: InFlightSet, logger: Logger, progress: Wakeup, abort: Latch) {
         self.store = store
         self.owner = owner
@@ -90,6 +97,7 @@ final class Flusher: Sendable {
         self.interval = max(interval, .milliseconds(1))
         self.bulkInterval = bulkInterval
         self.holdLimit = max(1, min(holdLimit, maxItems))
+        self.promptFirst = max(0, promptFirst)
         self.closeGrace = closeGrace
         self.clock = clock
         self.inFlight = inFlight
@@ -99,12 +107,12 @@ final class Flusher: Sendable {
     }
 
     func add(_ completion: Completion) {
-        let urgentItem = Self.isUrgent(completion)
         let (full, cutHold) = state.withLock { s -> (Bool, Bool) in
             if s.buffer.isEmpty { s.oldestAt = clock.now }
             s.buffer.append(completion)
             s.peak = max(s.peak, s.buffer.count + s.writing)
-            if urgentItem { s.urgentBuffered += 1 }
+            let urgentItem = Self.isUrgent(completion) || s.isAmongFirst(of: completion.item.jobID, limit: promptFirst)
+            if urgentItem { s.urgentIDs.insert(completion.item.id) }
             return (s.buffer.count == maxItems && s.activeWrites > 0, s.holding && (urgentItem || s.buffer.count >= holdLimit))
         }
         arrived.signal()
@@ -231,7 +239,7 @@ final class Flusher: Sendable {
             }
             guard s.activeWrites < Self.parallelWrites,
                   s.activeWrites == 0 || s.buffer.count >= maxItems || s.closed || s.hurried else { return .awaitWrite }
-            if bulkInterval > interval, !s.closed, !s.hurried, s.urgentBuffered == 0, s.buffer.count < holdLimit,
+            if bulkInterval > interval, !s.closed, !s.hurried, s.urgentIDs.isEmpty, s.buffer.count < holdLimit,
                let oldest = s.oldestAt {
                 let left = bulkInterval.seconds - now.timeIntervalSince(oldest)
                 if left > 0.001 {
@@ -246,7 +254,7 @@ final class Flusher: Sendable {
             s.writing += n
             s.activeWrites += 1
             s.oldestAt = s.buffer.isEmpty ? nil : now
-            s.urgentBuffered -= taken.reduce(0) { $0 + (Self.isUrgent($1) ? 1 : 0) }
+            for c in taken { s.urgentIDs.remove(c.item.id) }
             return .write(taken, closed: s.closed)
         }
     }
@@ -289,12 +297,4 @@ final class Flusher: Sendable {
         guard let closedAt = state.withLock({ $0.closedAt }) else { return false }
         return clock.now.timeIntervalSince(closedAt) >= closeGrace.seconds
     }
-}
-
-/// Ids of items this worker holds a lease on, for heartbeats.
-final class InFlightSet: Sendable {
-    private let ids = Mutex(Set<Int64>())
-    func insert(_ new: [Int64]) { ids.withLock { $0.formUnion(new) } }
-    func remove(_ old: [Int64]) { ids.withLock { $0.subtract(old) } }
-    var snapshot: [Int64] { ids.withLock { Array($0) } }
 }

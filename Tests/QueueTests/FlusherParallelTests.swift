@@ -89,7 +89,7 @@ func succeeded(_ items: ArraySlice<ClaimedItem>) -> [Completion] {
         let (ops, signIn, nightly) = (jobs[0], jobs[1], jobs[2])
         // A hold of a minute: nothing but the events below can end it within the test.
         let flusher = Flusher(store: store, owner: "w", writes: ["k": .none], maxItems: 100, interval: .milliseconds(1),
-                              bulkInterval: .seconds(60), holdLimit: 10, closeGrace: .seconds(5), clock: SystemClock(),
+                              bulkInterval: .seconds(60), holdLimit: 10, promptFirst: 0, closeGrace: .seconds(5), clock: SystemClock(),
                               inFlight: InFlightSet(), logger: quietLogger(), progress: Wakeup(), abort: Latch())
         let run = Task { await flusher.run() }
         let calls = { gate.sizes.withLock { $0 } }
@@ -113,5 +113,34 @@ func succeeded(_ items: ArraySlice<ClaimedItem>) -> [Completion] {
         flusher.close()
         await run.value
         #expect(flusher.result.accepted[.succeeded] == 16)
+    }
+}
+
+/// A job's first completions are written as they come, whatever its priority (`promptFirst`), so
+/// the safety stop judges its first results early; the rest of a bulk job is held.
+@Suite struct FlusherPromptFirstTests {
+    @Test func aBulkJobsFirstCompletionsAreNotHeldAndTheRestAre() async throws {
+        let gate = CompletionGate()
+        gate.open.store(true, ordering: .sequentiallyConsistent)
+        let (store, jobs) = try await gate.store(jobs: [(8, JobPriority.bulk)])
+        let items = jobs[0]
+        let flusher = Flusher(store: store, owner: "w", writes: ["k": .none], maxItems: 100, interval: .milliseconds(1),
+                              bulkInterval: .seconds(60), holdLimit: 50, promptFirst: 5, closeGrace: .seconds(5),
+                              clock: SystemClock(), inFlight: InFlightSet(), logger: quietLogger(), progress: Wakeup(),
+                              abort: Latch())
+        let run = Task { await flusher.run() }
+        let calls = { gate.sizes.withLock { $0 } }
+        // The first five of the job: no hold (a hold of a minute would outlast the test).
+        succeeded(items[0..<5]).forEach(flusher.add)
+        try await waitUntil("the first five written") { calls().reduce(0, +) == 5 }
+        // The sixth onwards: held.
+        succeeded(items[5..<8]).forEach(flusher.add)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(calls().reduce(0, +) == 5 && flusher.unflushed == 3, "the rest of a bulk job is held: \(calls())")
+        await flusher.waitUntilIdle()
+        #expect(calls().reduce(0, +) == 8)
+        flusher.close()
+        await run.value
+        #expect(flusher.result.accepted[.succeeded] == 8)
     }
 }
