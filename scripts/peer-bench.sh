@@ -15,11 +15,27 @@
 # Env: FRONT (nghttpx); LATENCY_MS (50); REFRESH_ID_TOKEN (off, as the issue's table; on for id_tokens);
 #      PEERS_DIR (../shared/peers from the repository); PEERS_RUN (the peers' run folder);
 #      SIWA_HTTP_VERSION (passed to siwa-jobs); BIN (default: the release build).
+#      ROUNDS (1): every system at every C this many times, interleaved (round 1 at every C,
+#      then round 2, ...); with more than one, the medians of each figure follow every round's rows.
+#      AUTOVACUUM (off: see below; on: the server's default, as peers/e2e_side_by_side.sh).
 # Prints per system and C: items/s, % of C/L, client CPU ms/item, PostgreSQL CPU ms/item,
 # sandbox CPU ms/item, peak RSS; then the ratios siwa-jobs / peer.
+#
+# Autovacuum is off while the benchmark runs (and set back on exit). With it on, a vacuum of
+# siwa.accounts (0.3-0.6 s of CPU, after 8,050 dead rows, on the next minute's round) falls in one
+# side's window or the next side's: +-0.01 ms/item at 40,000 items, a third of the peer's own
+# figure, and charged to whichever side happens to be running. Instead each side's window is
+# followed by a VACUUM ANALYZE of what it wrote, measured on its own and printed as that side's
+# "vacuum ms/item" (the reset before every side also vacuums, as it always did, uncharged).
+# Checkpoints are held off the same way (checkpoint_timeout 1h, max_wal_size 4GB): a timed
+# checkpoint makes the side then running pay a full-page image for every page it touches first.
+# "HOT %" is the share of the side's updates of siwa.accounts that stayed on their page. It rises
+# with each reset (UPDATE + VACUUM) as the table spreads out, from about 35% after the seed to
+# about 98%, so the seeded table is reset WARMUP times (6) first: otherwise whoever runs first at
+# a concurrency meets a tighter table than whoever runs next.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ACCOUNTS=${1:-40000}; CS=${2:-"64 256 512"}; LAT=${LATENCY_MS:-50}
+ACCOUNTS=${1:-40000}; CS=${2:-"64 256 512"}; LAT=${LATENCY_MS:-50}; ROUNDS=${ROUNDS:-1}
 PEERS=${PEERS_DIR:-$(cd .. && pwd)/shared/peers}
 [ -x "$PEERS/pg.sh" ] || { echo "peer-bench: no peers at $PEERS (set PEERS_DIR)" >&2; exit 2; }
 export PEERS_RUN=${PEERS_RUN:-${TMPDIR:-/tmp}/peers-run}; mkdir -p "$PEERS_RUN"
@@ -38,6 +54,11 @@ ADMIN="$(PEERS_DB=postgres "$PEERS/pg.sh" url)"; export DATABASE_URL="$("$PEERS/
 psql "$ADMIN" -qX -c "DROP DATABASE IF EXISTS peers WITH (FORCE)" -c "CREATE DATABASE peers"
 PGDATA_DIR=$PEERS_RUN/pg
 sb= proxy_pid=; trap '[ -n "$sb" ] && kill $sb 2>/dev/null; [ -n "$proxy_pid" ] && kill $proxy_pid 2>/dev/null; true' EXIT
+if [ "${AUTOVACUUM:-off}" = off ]; then
+  psql "$ADMIN" -qXc "ALTER SYSTEM SET autovacuum = off" -c "ALTER SYSTEM SET checkpoint_timeout = '1h'" \
+    -c "ALTER SYSTEM SET max_wal_size = '4GB'" -c "SELECT pg_reload_conf()" >/dev/null
+  trap '[ -n "$sb" ] && kill $sb 2>/dev/null; [ -n "$proxy_pid" ] && kill $proxy_pid 2>/dev/null; psql "$ADMIN" -qXc "ALTER SYSTEM RESET autovacuum" -c "ALTER SYSTEM RESET checkpoint_timeout" -c "ALTER SYSTEM RESET max_wal_size" -c "SELECT pg_reload_conf()" >/dev/null 2>&1; true' EXIT
+fi
 "$BIN" migrate >/dev/null
 "$BIN" keygen --out "$W/AuthKey_PEERKEY001.p8" >/dev/null; "$BIN" keygen --token-key --out "$W/token.key" >/dev/null
 export SIWA_TEAM_ID=PEERTEAM01 SIWA_KEY_ID=PEERKEY001 SIWA_CLIENT_ID=com.example.peer SIWA_SANDBOX_MODE=1
@@ -62,9 +83,14 @@ fi
 pxcpu() { if [ -n "$proxy_pid" ]; then tree_cpu "$proxy_pid"; else echo 0; fi; }
 cpu() { python3 scripts/cpu-seconds.py "$@"; }
 reset() { psql "$DATABASE_URL" -qXc "UPDATE siwa.accounts SET token_checked_at=NULL, token_status='unknown'" -c "VACUUM ANALYZE" >/dev/null; }
+# Updates of siwa.accounts so far, and how many of them were HOT (the statistics are flushed
+# within a second of each transaction; the callers sleep first).
+account_updates() { psql "$DATABASE_URL" -AtXc "SELECT n_tup_upd || ' ' || n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'siwa.accounts'::regclass"; }
+for _ in $(seq 1 "${WARMUP:-6}"); do reset; done; psql "$DATABASE_URL" -qXc "CHECKPOINT" >/dev/null
+for round in $(seq 1 "$ROUNDS"); do
 for c in $CS; do
   for sys in $SYSTEMS; do
-    reset; p0=$(cpu --postgres "$PGDATA_DIR"); s0=$(cpu --pid $sb); x0=$(pxcpu)
+    reset; sleep 1; u0=$(account_updates); p0=$(cpu --postgres "$PGDATA_DIR"); s0=$(cpu --pid $sb); x0=$(pxcpu)
     if [ $sys = siwa-jobs ]; then
       enq=$("$BIN" enqueue refresh-validation); job=$(echo "$enq" | head -1 | grep -o 'job [0-9]*' | cut -d' ' -f2)
       out=$("$BIN" work --drain --stats --concurrency "$c" 2>"$W/worker.log")
@@ -83,25 +109,11 @@ PY
       line=$("$PY" "$PEERS/siwa_peer.py" --concurrency "$c")
     fi
     sleep 1; p1=$(cpu --postgres "$PGDATA_DIR"); s1=$(cpu --pid $sb); x1=$(pxcpu)   # let the client's backends exit first
-    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['pg_cpu_s']=round($p1-$p0,2); d['sandbox_cpu_s']=round($s1-$s0,2); d['proxy_cpu_s']=round($x1-$x0,2); d['bound_per_s']=round($c/($LAT/1000)); print(json.dumps(d))" >> "$W/e2e.jsonl"
+    u1=$(account_updates)
+    psql "$DATABASE_URL" -qXc "VACUUM ANALYZE" >/dev/null; p2=$(cpu --postgres "$PGDATA_DIR")
+    echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['pg_cpu_s']=round($p1-$p0,2); d['vacuum_cpu_s']=round($p2-$p1,2); d['sandbox_cpu_s']=round($s1-$s0,2); d['proxy_cpu_s']=round($x1-$x0,2); d['bound_per_s']=round($c/($LAT/1000)); u0='$u0'.split(); u1='$u1'.split(); n=int(u1[0])-int(u0[0]); d['hot_pct']=round(100*(int(u1[1])-int(u0[1]))/max(n,1)); d['round']=$round; print(json.dumps(d))" >> "$W/e2e.jsonl"
     tail -1 "$W/e2e.jsonl"
   done
 done
-python3 - "$W/e2e.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"\n{'system':<12}{'C':>5}{'items/s':>9}{'of C/L':>8}{'client CPU ms/item':>20}{'PG ms/item':>11}{'sandbox ms/item':>16}{'proxy ms/item':>14}{'RSS MB':>8}{'valid/invalid':>15}")
-for r in rows:
-    print(f"{r['system']:<12}{r['concurrency']:>5}{r['items_per_s']:>9}{100*r['items_per_s']/r['bound_per_s']:>7.0f}%"
-          f"{1000*r['drain_cpu_s']/r['n']:>20.3f}{1000*r['pg_cpu_s']/r['n']:>11.3f}{1000*r['sandbox_cpu_s']/r['n']:>16.3f}"
-          f"{1000*r.get('proxy_cpu_s', 0)/r['n']:>14.3f}"
-          f"{r['peak_rss_mb']:>8.1f}{str(r['valid'])+'/'+str(r['invalid']):>15}")
-by = {(r['system'], r['concurrency']): r for r in rows}
-for c in sorted({r['concurrency'] for r in rows}):
-    s = by.get(('siwa-jobs', c))
-    for peer in ('python-peer', 'go-peer'):
-        p = by.get((peer, c))
-        if s and p:
-            print(f"C={c} vs {peer}: throughput {s['items_per_s']/p['items_per_s']:.2f}x; client CPU per item "
-                  f"{s['drain_cpu_s']/p['drain_cpu_s']:.2f}x; PG CPU per item {s['pg_cpu_s']/max(p['pg_cpu_s'],0.01):.2f}x")
-PY
+done
+python3 scripts/peer-bench-summary.py "$W/e2e.jsonl"
