@@ -7,6 +7,7 @@ final class BinaryProcess: @unchecked Sendable {   // Process is used from one t
     private let stdoutPipe = Pipe()
     private let stderrPipe = Pipe()
     private let output = OutputBuffer()
+    private var drains: [PipeDrain] = []
 
     /// The binary next to the test bundle (`.build/debug`), or `SIWA_JOBS_BIN`.
     static var binaryPath: String {
@@ -29,9 +30,9 @@ final class BinaryProcess: @unchecked Sendable {   // Process is used from one t
         process.standardError = stderrPipe
         process.standardInput = FileHandle.nullDevice
         let buffer = output
-        stdoutPipe.fileHandleForReading.readabilityHandler = { h in buffer.append(stdout: h.availableData) }
-        stderrPipe.fileHandleForReading.readabilityHandler = { h in buffer.append(stderr: h.availableData) }
         try process.run()
+        drains = [PipeDrain(stdoutPipe.fileHandleForReading) { buffer.append(stdout: $0) },
+                  PipeDrain(stderrPipe.fileHandleForReading) { buffer.append(stderr: $0) }]
     }
 
     /// Runs to completion and returns (exit status, stdout, stderr).
@@ -58,10 +59,7 @@ final class BinaryProcess: @unchecked Sendable {   // Process is used from one t
             }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        stdoutPipe.fileHandleForReading.readabilityHandler = nil
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
-        output.append(stdout: stdoutPipe.fileHandleForReading.readDataToEndOfFile())
-        output.append(stderr: stderrPipe.fileHandleForReading.readDataToEndOfFile())
+        for drain in drains { await drain.finish() }
         return process.terminationStatus
     }
 

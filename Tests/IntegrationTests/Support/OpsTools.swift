@@ -25,9 +25,9 @@ enum OpsTools {
         process.standardOutput = out
         process.standardError = err
         let buffer = OutputBuffer()
-        out.fileHandleForReading.readabilityHandler = { h in buffer.append(stdout: h.availableData) }
-        err.fileHandleForReading.readabilityHandler = { h in buffer.append(stderr: h.availableData) }
         try process.run()
+        let drains = [PipeDrain(out.fileHandleForReading) { buffer.append(stdout: $0) },
+                      PipeDrain(err.fileHandleForReading) { buffer.append(stderr: $0) }]
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()
         let deadline = ContinuousClock.now + timeout
@@ -39,10 +39,7 @@ enum OpsTools {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        out.fileHandleForReading.readabilityHandler = nil
-        err.fileHandleForReading.readabilityHandler = nil
-        buffer.append(stdout: out.fileHandleForReading.readDataToEndOfFile())
-        buffer.append(stderr: err.fileHandleForReading.readDataToEndOfFile())
+        for drain in drains { await drain.finish() }
         return (process.terminationStatus, buffer.stdout, buffer.stdout + buffer.stderr)
     }
 
