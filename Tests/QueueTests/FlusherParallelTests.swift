@@ -52,10 +52,11 @@ func succeeded(_ items: ArraySlice<ClaimedItem>) -> [Completion] {
         let flusher = Flusher(store: store, owner: "w", writes: ["k": .none], maxItems: 10, interval: .milliseconds(1),
                               closeGrace: .seconds(5), clock: SystemClock(), inFlight: InFlightSet(), logger: quietLogger(),
                               progress: Wakeup(), abort: Latch())
-        let run = Task { await flusher.run() }
         let calls = { gate.sizes.withLock { $0 } }
-
+        // The first ten are buffered before the flusher runs, so its 1 ms interval cannot cut them
+        // into two statements when this thread is preempted between two adds.
         succeeded(items[0..<10]).forEach(flusher.add)
+        let run = Task { await flusher.run() }
         try await waitUntil("the first statement") { calls() == [10] }
         // Five more: a partial batch, which waits while the first statement is out ...
         succeeded(items[10..<15]).forEach(flusher.add)
