@@ -18,8 +18,9 @@
 #      ROUNDS (1): every system at every C this many times, interleaved (round 1 at every C,
 #      then round 2, ...); with more than one, the medians of each figure follow every round's rows.
 #      AUTOVACUUM (off: see below; on: the server's default, as peers/e2e_side_by_side.sh).
-# Prints per system and C: items/s, % of C/L, client CPU ms/item, PostgreSQL CPU ms/item,
-# sandbox CPU ms/item, peak RSS; then the ratios siwa-jobs / peer.
+# Prints per system, C and round: items/s, % of C/L, client CPU ms/item, PostgreSQL CPU ms/item,
+# vacuum ms/item, HOT %, sandbox and proxy CPU ms/item, peak RSS; then the ratios siwa-jobs / peer
+# (scripts/peer-bench-summary.py).
 #
 # Autovacuum is off while the benchmark runs (and set back on exit). With it on, a vacuum of
 # siwa.accounts (0.3-0.6 s of CPU, after 8,050 dead rows, on the next minute's round) falls in one
@@ -53,11 +54,19 @@ SYSTEMS="siwa-jobs python-peer"; [ -x "$GOPEER" ] && SYSTEMS="$SYSTEMS go-peer"
 ADMIN="$(PEERS_DB=postgres "$PEERS/pg.sh" url)"; export DATABASE_URL="$("$PEERS/pg.sh" url)"
 psql "$ADMIN" -qX -c "DROP DATABASE IF EXISTS peers WITH (FORCE)" -c "CREATE DATABASE peers"
 PGDATA_DIR=$PEERS_RUN/pg
-sb= proxy_pid=; trap '[ -n "$sb" ] && kill $sb 2>/dev/null; [ -n "$proxy_pid" ] && kill $proxy_pid 2>/dev/null; true' EXIT
+sb= proxy_pid= held=
+cleanup() {
+  [ -n "$sb" ] && kill $sb 2>/dev/null
+  [ -n "$proxy_pid" ] && kill $proxy_pid 2>/dev/null
+  [ -n "$held" ] && psql "$ADMIN" -qXc "ALTER SYSTEM RESET autovacuum" -c "ALTER SYSTEM RESET checkpoint_timeout" \
+    -c "ALTER SYSTEM RESET max_wal_size" -c "SELECT pg_reload_conf()" >/dev/null 2>&1
+  true
+}
+trap cleanup EXIT
 if [ "${AUTOVACUUM:-off}" = off ]; then
+  held=1
   psql "$ADMIN" -qXc "ALTER SYSTEM SET autovacuum = off" -c "ALTER SYSTEM SET checkpoint_timeout = '1h'" \
     -c "ALTER SYSTEM SET max_wal_size = '4GB'" -c "SELECT pg_reload_conf()" >/dev/null
-  trap '[ -n "$sb" ] && kill $sb 2>/dev/null; [ -n "$proxy_pid" ] && kill $proxy_pid 2>/dev/null; psql "$ADMIN" -qXc "ALTER SYSTEM RESET autovacuum" -c "ALTER SYSTEM RESET checkpoint_timeout" -c "ALTER SYSTEM RESET max_wal_size" -c "SELECT pg_reload_conf()" >/dev/null 2>&1; true' EXIT
 fi
 "$BIN" migrate >/dev/null
 "$BIN" keygen --out "$W/AuthKey_PEERKEY001.p8" >/dev/null; "$BIN" keygen --token-key --out "$W/token.key" >/dev/null
@@ -83,12 +92,12 @@ fi
 pxcpu() { if [ -n "$proxy_pid" ]; then tree_cpu "$proxy_pid"; else echo 0; fi; }
 cpu() { python3 scripts/cpu-seconds.py "$@"; }
 reset() { psql "$DATABASE_URL" -qXc "UPDATE siwa.accounts SET token_checked_at=NULL, token_status='unknown'" -c "VACUUM ANALYZE" >/dev/null; }
-# Updates of siwa.accounts so far, and how many of them were HOT (the statistics are flushed
-# within a second of each transaction; the callers sleep first).
 # The tables written since the last VACUUM ANALYZE (the reset's): what autovacuum would clean
 # and analyze after the side, and only that (a database-wide ANALYZE would charge either side
 # for sampling every table, 2 s here).
 written_tables() { psql "$DATABASE_URL" -AtXc "SELECT string_agg(format('%I.%I', schemaname, relname), ', ') FROM pg_stat_user_tables WHERE n_dead_tup > 0 OR n_mod_since_analyze > 0 OR n_ins_since_vacuum > 0"; }
+# Updates of siwa.accounts so far, and how many of them were HOT (the statistics are flushed
+# within a second of each transaction; the callers sleep first).
 account_updates() { psql "$DATABASE_URL" -AtXc "SELECT n_tup_upd || ' ' || n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'siwa.accounts'::regclass"; }
 for _ in $(seq 1 "${WARMUP:-6}"); do reset; done; psql "$DATABASE_URL" -qXc "CHECKPOINT" >/dev/null
 for round in $(seq 1 "$ROUNDS"); do
