@@ -45,6 +45,10 @@ enum SafetyStopSQL {
                          COALESCE(array_agg(d.account_id) FILTER (WHERE (\(invalid)) AND d.account_id IS NOT NULL),
                                   '{}'::bigint[]) AS bad_accounts
                   FROM done d WHERE d.state IN ('succeeded', 'failed', 'discarded')
+                    -- Evaluated once (a one-time filter): once every job of the statement has
+                    -- its verdict, the items are not sorted and counted at all.
+                    AND EXISTS (SELECT FROM siwa.safety_stops o
+                                WHERE o.job_id IN (SELECT j.job_id FROM done j) AND o.state IN ('open', 'tripped'))
                   GROUP BY d.job_id) c
             WHERE s.job_id = c.job_id AND s.state IN ('open', 'tripped')
             RETURNING s.job_id, s.state, s.seen, s.invalid, s.threshold_percent, s.window_size, s.baseline_percent,
