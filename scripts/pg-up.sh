@@ -3,6 +3,7 @@
 # environment to use it. PostgreSQL refuses to run as root, so the cluster runs as 'postgres'.
 #
 #   eval "$(scripts/pg-up.sh [DIR] [PORT])"     # exports PGHOST, PGPORT, PGUSER, PGDATABASE
+#                                               # and sets PG_UP_STARTED (1: started by this call)
 #
 # DIR defaults to /tmp/siwa-pg, PORT to 54329. Re-running reuses a running cluster.
 set -euo pipefail
@@ -42,7 +43,9 @@ if ! grep -q "siwa_password_login" "$hba"; then
   [ "$(id -u)" = 0 ] && chown postgres:postgres "$hba"
   hba_changed=1
 fi
+started=0
 if ! run_pg "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+  started=1
   # A cluster left in DIR by an earlier run may have been made for another port: use the one asked for.
   sed -i "s/^port = .*/port = $port/" "$dir/data/postgresql.conf"
   run_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
@@ -62,3 +65,6 @@ psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_roles 
 psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_database WHERE datname='siwa'" | grep -q 1 \
   || psql -h "$dir" -p "$port" -U postgres -d postgres -qc "CREATE DATABASE siwa" >/dev/null
 echo "export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=siwa"
+# Whether this call started the cluster: a benchmark stops on exit only a cluster it started
+# (scripts/pg-down.sh), unless KEEP_PG=1.
+echo "PG_UP_STARTED=$started"
