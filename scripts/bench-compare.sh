@@ -25,7 +25,7 @@ sandbox_pid=
 cleanup() {
   [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true
   [ -d "$work/old" ] && git worktree remove --force "$work/old" >/dev/null 2>&1 || true
-  [ "${PG_UP_STARTED:-0}" = 1 ] && [ "${KEEP_PG:-0}" != 1 ] && scripts/pg-down.sh "$pgdir" || true
+  scripts/pg-down.sh "$pgdir" "${PG_UP_STARTED:-0}"
 }
 trap cleanup EXIT
 

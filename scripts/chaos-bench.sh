@@ -6,7 +6,7 @@
 # sandbox's truth, and the worker's exit code. Targets: 0 discarded, MATCH every time, <= 1.2
 # calls per item (12% faults cost 1/(1-0.12) = 1.14 calls per item at best).
 # Options via environment: ITEMS (20000), SEEDS ("1 2 3"), CONCURRENCY (256), LATENCY_MS (20),
-# REVOKED (0.03), PGPORT_CHAOS (54340).
+# REVOKED (0.03), PGPORT_CHAOS (54342).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
@@ -18,11 +18,11 @@ REVOKED=${REVOKED:-0.03}
 pgdir=/tmp/siwa-chaos-pg
 work=$(mktemp -d /tmp/siwa-chaos.XXXXXX)
 sandbox_pid=
-cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; [ "${PG_UP_STARTED:-0}" = 1 ] && [ "${KEEP_PG:-0}" != 1 ] && scripts/pg-down.sh "$pgdir" || true; }
+cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; scripts/pg-down.sh "$pgdir" "${PG_UP_STARTED:-0}"; }
 trap cleanup EXIT
 
 scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "$pgdir" "${PGPORT_CHAOS:-54340}")"
+eval "$(scripts/pg-up.sh "$pgdir" "${PGPORT_CHAOS:-54342}")"
 export PGHOST PGPORT PGUSER
 export PGDATABASE=siwa_chaos
 unset DATABASE_URL

@@ -23,7 +23,7 @@ cleanup() {
   [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null
   [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null
   wait 2>/dev/null || true
-  [ "${PG_UP_STARTED:-0}" = 1 ] && [ "${KEEP_PG:-0}" != 1 ] && scripts/pg-down.sh "$pgdir" || true
+  scripts/pg-down.sh "$pgdir" "${PG_UP_STARTED:-0}"
 }
 trap cleanup EXIT
 

@@ -20,7 +20,7 @@ CONCURRENCY=${CONCURRENCY:-256}
 pgdir=${PG_DIR:-/tmp/siwa-import-bench-pg}
 work=$(mktemp -d /tmp/siwa-import-bench.XXXXXX)
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -f "$work"/*.csv; [ "${PG_UP_STARTED:-0}" = 1 ] && [ "${KEEP_PG:-0}" != 1 ] && scripts/pg-down.sh "$pgdir" || true; }
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -f "$work"/*.csv; scripts/pg-down.sh "$pgdir" "${PG_UP_STARTED:-0}"; }
 trap cleanup EXIT
 
 scripts/install-deps.sh

@@ -21,7 +21,7 @@ ID_TOKENS=${ID_TOKENS:-off}
 pgdir=${PG_DIR:-/tmp/siwa-million-pg}
 work=$(mktemp -d /tmp/siwa-million.XXXXXX)
 sandbox_pid=
-cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; [ "${PG_UP_STARTED:-0}" = 1 ] && [ "${KEEP_PG:-0}" != 1 ] && scripts/pg-down.sh "$pgdir" || true; }
+cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; scripts/pg-down.sh "$pgdir" "${PG_UP_STARTED:-0}"; }
 trap cleanup EXIT
 
 scripts/install-deps.sh

@@ -16,61 +16,44 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 C=${1:-64}; N=${2:-40000}
-pgdir=/tmp/siwa-profile-pg
-work=$(mktemp -d /tmp/siwa-profile.XXXXXX)
-sandbox_pid=
-cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; [ "${PG_UP_STARTED:-0}" = 1 ] && [ "${KEEP_PG:-0}" != 1 ] && scripts/pg-down.sh "$pgdir" || true; }
+MW_PGDIR=/tmp/siwa-profile-pg MW_PGPORT=54341 MW_DB=siwa_profile MW_WORK=$(mktemp -d /tmp/siwa-profile.XXXXXX)
+SIWA_PLAIN_HTTP=1
+. scripts/multi-worker-lib.sh   # the cluster, the build, the team's keys, the sandbox, the seed
+cleanup() { mw_cleanup; scripts/pg-down.sh "$MW_PGDIR" "${PG_UP_STARTED:-0}"; }
 trap cleanup EXIT
 
-scripts/install-deps.sh
-eval "$(scripts/pg-up.sh "$pgdir" 54341)"
-export PGHOST PGPORT PGUSER
+mw_setup
 if [ "$(psql -d postgres -qtAXc "SHOW shared_preload_libraries")" != pg_stat_statements ]; then
   psql -d postgres -qX -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" -c "ALTER SYSTEM SET autovacuum = off"
   started=$PG_UP_STARTED
-  scripts/pg-down.sh "$pgdir"; eval "$(scripts/pg-up.sh "$pgdir" 54341)"; PG_UP_STARTED=$started
+  scripts/pg-down.sh "$MW_PGDIR"; eval "$(scripts/pg-up.sh "$MW_PGDIR" "$MW_PGPORT")"; PG_UP_STARTED=$started
+  export PGDATABASE=$MW_DB
   # Known only once the library is loaded.
   psql -d postgres -qX -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on" -c "SELECT pg_reload_conf()" >/dev/null
 fi
-export PGDATABASE=siwa_profile
-unset DATABASE_URL
-psql -d postgres -qXc "DROP DATABASE IF EXISTS siwa_profile WITH (FORCE)" -qXc "CREATE DATABASE siwa_profile"
-psql -qXc "CREATE EXTENSION pg_stat_statements"
-swift build -c release 2>&1 | grep -E "error|warning:" || true
-bin=$(swift build -c release --show-bin-path)/siwa-jobs
-[ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
+psql -qXc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
 q() { psql -qtAXc "$1"; }
-
-"$bin" migrate >/dev/null
-"$bin" keygen --out "$work/AuthKey_PROFILE001.p8" >/dev/null
-"$bin" keygen --token-key --out "$work/token.key" >/dev/null
-export SIWA_TEAM_ID=PROFILET01 SIWA_KEY_ID=PROFILE001 SIWA_CLIENT_ID=com.example.profile SIWA_SANDBOX_MODE=1
-export SIWA_KEY_FILE="$work/AuthKey_PROFILE001.p8" SIWA_TOKEN_KEY_FILE="$work/token.key"
-export SIWA_LOG_FORMAT=json SIWA_LOG_LEVEL=warning
-SIWA_PLAIN_HTTP=1 . scripts/sandbox-env.sh
-"$bin" sandbox --port 0 --latency-ms "${LATENCY_MS:-50}" --refresh-id-token off > "$work/sandbox.out" 2> "$work/sandbox.err" &
-sandbox_pid=$!
-sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
-"$bin" seed --accounts "$N" --revoked-fraction 0.03 >/dev/null
+mw_sandbox --latency-ms "${LATENCY_MS:-50}"
+mw_seed "$N"
 for _ in $(seq 1 "${WARMUP:-6}"); do
   psql -qXc "UPDATE siwa.accounts SET token_checked_at = NULL, token_status = 'unknown'" -c "VACUUM ANALYZE" >/dev/null
 done
 [ -n "${PRE_SQL:-}" ] && psql -qXc "$PRE_SQL"
 if [ -n "${AUTO_EXPLAIN:-}" ]; then
-  psql -qX -c "ALTER DATABASE siwa_profile SET session_preload_libraries = 'auto_explain'" \
-    -c "ALTER DATABASE siwa_profile SET auto_explain.log_min_duration = '$AUTO_EXPLAIN'" \
-    -c "ALTER DATABASE siwa_profile SET auto_explain.log_analyze = on" -c "ALTER DATABASE siwa_profile SET auto_explain.log_buffers = on" \
-    -c "ALTER DATABASE siwa_profile SET auto_explain.log_wal = on" -c "ALTER DATABASE siwa_profile SET auto_explain.log_nested_statements = on"
+  psql -qX -c "ALTER DATABASE $MW_DB SET session_preload_libraries = 'auto_explain'" \
+    -c "ALTER DATABASE $MW_DB SET auto_explain.log_min_duration = '$AUTO_EXPLAIN'" \
+    -c "ALTER DATABASE $MW_DB SET auto_explain.log_analyze = on" -c "ALTER DATABASE $MW_DB SET auto_explain.log_buffers = on" \
+    -c "ALTER DATABASE $MW_DB SET auto_explain.log_wal = on" -c "ALTER DATABASE $MW_DB SET auto_explain.log_nested_statements = on"
 fi
 psql -qXc "CHECKPOINT" -c "SELECT pg_stat_statements_reset()" -c "SELECT pg_stat_reset()" >/dev/null
 wal0=$(q "SELECT wal_records || ' ' || wal_fpi FROM pg_stat_wal")
-p0=$(python3 scripts/cpu-seconds.py --postgres "$pgdir/data")
+p0=$(python3 scripts/cpu-seconds.py --postgres "$MW_PGDIR/data")
 "$bin" enqueue refresh-validation >/dev/null
-"$bin" work --drain --stats --concurrency "$C" 2> "$work/worker.log"
+"$bin" work --drain --stats --concurrency "$C" 2> "$MW_WORK/worker.log"
 sleep 1   # the worker's backends exit and the statistics are flushed
-p1=$(python3 scripts/cpu-seconds.py --postgres "$pgdir/data")
+p1=$(python3 scripts/cpu-seconds.py --postgres "$MW_PGDIR/data")
 wal1=$(q "SELECT wal_records || ' ' || wal_fpi FROM pg_stat_wal")
-[ -n "${AUTO_EXPLAIN:-}" ] && psql -qXc "ALTER DATABASE siwa_profile RESET ALL"
+[ -n "${AUTO_EXPLAIN:-}" ] && psql -qXc "ALTER DATABASE $MW_DB RESET ALL"
 python3 - "$N" "$p0" "$p1" "$wal0" "$wal1" <<'PY'
 import sys
 n, p0, p1 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])

@@ -66,5 +66,5 @@ psql -h "$dir" -p "$port" -U postgres -d postgres -qtAc "SELECT 1 FROM pg_databa
   || psql -h "$dir" -p "$port" -U postgres -d postgres -qc "CREATE DATABASE siwa" >/dev/null
 echo "export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=siwa"
 # Whether this call started the cluster: a benchmark stops on exit only a cluster it started
-# (scripts/pg-down.sh), unless KEEP_PG=1.
+# (scripts/pg-down.sh DIR "$PG_UP_STARTED"), unless KEEP_PG=1.
 echo "PG_UP_STARTED=$started"
