@@ -8,7 +8,14 @@
 
 . scripts/sandbox-env.sh   # HTTPS by default (SIWA_PLAIN_HTTP=1: plain http)
 mw_sandbox_pid=
-mw_cleanup() { [ -n "$mw_sandbox_pid" ] && kill "$mw_sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; }
+# The exit trap's part: stops the sandbox, and the cluster when mw_setup started it and KEEP_PG is
+# not 1 (scripts/pg-down.sh), as the other benchmarks do.
+mw_cleanup() {
+  [ -n "$mw_sandbox_pid" ] && kill "$mw_sandbox_pid" 2>/dev/null
+  wait 2>/dev/null || true
+  [ -n "${MW_PGDIR:-}" ] && scripts/pg-down.sh "$MW_PGDIR" "${PG_UP_STARTED:-0}"
+  true
+}
 
 # PostgreSQL, the release build and the team's key and token key.
 mw_setup() {

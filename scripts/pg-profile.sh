@@ -19,8 +19,7 @@ C=${1:-64}; N=${2:-40000}
 MW_PGDIR=/tmp/siwa-profile-pg MW_PGPORT=54341 MW_DB=siwa_profile MW_WORK=$(mktemp -d /tmp/siwa-profile.XXXXXX)
 SIWA_PLAIN_HTTP=1
 . scripts/multi-worker-lib.sh   # the cluster, the build, the team's keys, the sandbox, the seed
-cleanup() { mw_cleanup; scripts/pg-down.sh "$MW_PGDIR" "${PG_UP_STARTED:-0}"; }
-trap cleanup EXIT
+trap mw_cleanup EXIT   # stops the sandbox, and the cluster if this run started it (KEEP_PG=1 keeps it)
 
 mw_setup
 if [ "$(psql -d postgres -qtAXc "SHOW shared_preload_libraries")" != pg_stat_statements ]; then
