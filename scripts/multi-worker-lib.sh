@@ -1,4 +1,4 @@
-# Shared by scripts/rate-bench.sh, scale-bench.sh and priority-bench.sh (sourced, not run): a throwaway
+# Shared by scripts/rate-bench.sh, scale-bench.sh, priority-bench.sh, signin-bench.sh and pg-profile.sh (sourced, not run): a throwaway
 # PostgreSQL cluster, a release build, a team key, the sandbox, seeded accounts, and one
 # refresh-validation run drained by N worker processes at once, with its figures.
 #
