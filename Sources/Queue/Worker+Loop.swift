@@ -99,8 +99,11 @@ extension Worker {
                     // A drain held back by backpressure while writes keep failing probes with a
                     // one-item claim: whether the database takes claims decides if it ends (`drainStuck`).
                     let probe = s.backpressured && configuration.drain && s.inflight == 0 && flusher.stuckFailure != nil
+                    // A write that failed for good since the top of this pass stops claims too (it is
+                    // acted on at the next pass; meanwhile nothing more is taken).
                     if !s.claimInFlight && (s.wantClaim || s.urgentClaim || probe) && (!s.backpressured || probe) && !upstreamCoolingDown
-                        && (deficit >= claimThreshold || s.urgentClaim || probe || (s.inflight == 0 && s.ready.isEmpty)) {
+                        && (deficit >= claimThreshold || s.urgentClaim || probe || (s.inflight == 0 && s.ready.isEmpty))
+                        && flusher.fatalFailure == nil {
                         s.claimInFlight = true
                         // After a NOTIFY, claim even with a full buffer: an urgent item claimed now
                         // goes ahead of every buffered one (`merged`) and starts at the next free slot.

@@ -21,8 +21,12 @@ import Testing
         let first = try #require(samples.first, "no JSON line in: \(run.stdout)")
         #expect(first["job_id"] as? Int == Int(job) && first["items"] as? Int == 3_000 && first["kind"] as? String == "noop")
         #expect(first["rate"] is NSNull, "the first sample of a fresh job has no rate yet: \(first)")
-        #expect(samples.allSatisfy { ($0["rate"] as? Double).map { $0 > 0 } ?? ($0["rate"] is NSNull) || $0["done"] as? Int == 3_000 },
-                "\(run.stdout)")
+        // A rate of 0 is true only while nothing is done yet (a slow start on a loaded machine).
+        #expect(samples.allSatisfy { sample in
+            let done = sample["done"] as? Int
+            guard let rate = sample["rate"] as? Double else { return sample["rate"] is NSNull }
+            return rate > 0 || done == 0 || done == 3_000
+        }, "\(run.stdout)")
         await db.drop()
     }
 

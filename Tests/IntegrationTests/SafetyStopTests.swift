@@ -25,7 +25,11 @@ import Testing
         #expect(enqueue.stdout.contains("enqueued job 1 (refresh-validation) with 600 items"), "\(enqueue.stdout)")
         #expect(enqueue.stdout.contains("safety stop: more than 50% invalid_grant in the first 200 results pauses the job"))
 
-        let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "8"], environment: world.environment)
+        // At most 24 completions unwritten or running: each statement carries at most 24 results,
+        // so the stop trips by 100 + 24 whatever the timing (the default bound, C + 1,024, lets a
+        // slow database see one statement of hundreds).
+        let run = try await BinaryProcess.run(["work", "--drain", "--concurrency", "8", "--max-unflushed", "24"],
+                                              environment: world.environment)
         #expect(run.status == 78, "a paused job needs ops: \(run.stdout) \(run.stderr.suffix(800))")
         #expect(run.stdout.contains("job 1 paused: safety stop: "), "\(run.stdout)")
         #expect(run.stdout.contains("siwa-jobs job resume 1") && run.stdout.contains("SIWA_APPLE_BASE_URL"))

@@ -8,6 +8,9 @@ import Testing
 @Suite(.serialized) struct WorkerRegistryTests {
     /// Fast heartbeats so a killed worker expires in seconds (the deadlines below are liveness bounds).
     static let heartbeat = ["--heartbeat-seconds", "1", "--heartbeat-timeout-seconds", "4"]
+    /// For tests that list live workers more than once: a row stays live 10 s past its last
+    /// heartbeat, so a worker starved for a few seconds on a loaded machine is still listed.
+    static let patientHeartbeat = ["--heartbeat-seconds", "1", "--heartbeat-timeout-seconds", "10"]
 
     /// `siwa-jobs workers --json`, decoded.
     static func live(_ env: [String: String]) async throws -> [[String: Any]] {
@@ -33,7 +36,7 @@ import Testing
         let database = try await TestDatabase.create()
         let env = Self.env(database)
         let workers = try (0..<4).map { _ in
-            try BinaryProcess(["work", "--concurrency", "2"] + Self.heartbeat, environment: env)
+            try BinaryProcess(["work", "--concurrency", "2"] + Self.patientHeartbeat, environment: env)
         }
         let expected = Set(workers.map { $0.process.processIdentifier })
         try await Eventually.wait("4 live workers listed", while: workers[0]) {
