@@ -111,7 +111,10 @@ struct ClockedRun {
         }
         var config = drainConfig()
         config.retryBudget = .seconds(60)
-        let report = try await world.run(handler, config, step: .milliseconds(100))
+        // Small steps: the clock moves whether or not the worker keeps up, and attempt 6 (at 31 s)
+        // must fail inside the budget; at 25 ms a step it would take over a second of the worker
+        // stalled to push it past 60 s.
+        let report = try await world.run(handler, config, step: .milliseconds(25))
         // Backoff 1, 2, 4, 8, 16, 32 s: attempt 7 starts 63 s after the first, past the 60 s budget.
         #expect(report.discarded == 1 && report.retried == 6)
         let item = try #require(world.store.items.first)
@@ -137,7 +140,7 @@ struct ClockedRun {
 
     @Test func aDrainStoppedWithWorkLeftSaysWhatIsLeft() async throws {
         let store = MemoryJobStore()
-        store.addJob(kind: "k", count: 200)
+        store.addJob(kind: "k", count: 2_000)   // 10 s of work in 4 slots: the stop lands long before
         let started = Atomic<Int>(0)
         let handler = ScriptedHandler(kind: "k") { _ in
             started.add(1, ordering: .relaxed)

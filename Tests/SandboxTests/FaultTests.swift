@@ -109,7 +109,8 @@ import TestSupport
     /// 1.5 s of latency, far more than 2 requests reach the handler before the first answer
     /// leaves (blocking threads would admit at most 2). Counted from the sandbox's request log.
     @Test func latencySuspendsAndStillAnswersManyConcurrentRequests() throws {
-        let f = try SandboxFixture(SandboxConfiguration(latency: .fixed(1500), threads: 2))
+        // 3 s of latency: time for 16 or more of the 64 requests to arrive even on a loaded machine.
+        let f = try SandboxFixture(SandboxConfiguration(latency: .fixed(3000), threads: 2))
         f.registerToken("rt-1")
         let port = f.port
         let body = RawHTTP.form([("client_id", SandboxFixture.clientID), ("client_secret", try f.secret()),
@@ -135,7 +136,7 @@ import TestSupport
         #expect(statuses.withLock { $0 } == Array(repeating: 200, count: clients))
         let first = try #require(firstAnswer.withLock { $0 })
         let records = f.model.requestRecords()
-        #expect(records.count == clients && records.allSatisfy { $0.delay == .milliseconds(1500) })
+        #expect(records.count == clients && records.allSatisfy { $0.delay == .milliseconds(3000) })
         let heldAtOnce = records.filter { $0.arrival < first }.count
         #expect(heldAtOnce >= 16, "requests held before the first answer: \(heldAtOnce), with 2 server threads")
     }
