@@ -49,6 +49,40 @@ import Testing
         await db.drop()
     }
 
+    /// sql/0027_item_fillfactor.sql: one statement finishing every item of a planned job leaves each
+    /// row on its page (a HOT update: no new key entry), though until it commits each page holds
+    /// every row's old and new version. At the earlier 50% fill about one row in eight moved.
+    @Test func finishingEveryPlannedItemInOneStatementLeavesEachRowOnItsPage() async throws {
+        let db = try await TestDatabase.create()
+        let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 2_000, createdBy: "test")
+        let options: String = try await db.scalar("""
+            SELECT c.reloptions::text FROM pg_class c JOIN siwa.item_partitions p ON c.relname = 'job_items_' || p.suffix
+            WHERE p.lo <= \(job.jobID) AND \(job.jobID) < p.hi
+            """)
+        #expect(options.contains("fillfactor=40"), "\(options)")
+        let pages = { () async throws -> [Int64: Int] in
+            var map: [Int64: Int] = [:]
+            for row in try await db.pool.query("""
+                SELECT id, (ctid::text::point)[0]::int AS page FROM siwa.job_items WHERE job_id = \(job.jobID)
+                """) { map[try row.decode("id")] = try row.decode("page") }
+            return map
+        }
+        let before = try await pages()
+        let store = PostgresJobStore(pool: db.pool)
+        var claimed: [ClaimedItem] = []
+        while claimed.count < 2_000 {
+            let batch = try await store.claim(owner: "w", kinds: ["noop"], limit: 2_000 - claimed.count, lease: .seconds(30))
+            try #require(!batch.isEmpty && batch.allSatisfy(\.claimedByRange))
+            claimed += batch
+        }
+        #expect(try await store.complete(Self.succeed(claimed), owner: "w", writes: .none).count == 2_000)
+        let after = try await pages()
+        #expect(before.count == 2_000 && Set(before.values).count > 40, "the items span many pages")
+        let moved = after.filter { before[$0.key] != $0.value }.count
+        #expect(moved == 0, "\(moved) of 2,000 finished rows left their page")
+        await db.drop()
+    }
+
     @Test func aRangeIsRenewedWhileItsItemsAreInFlightAndOnlyTheRestOfAnExpiredOneComesBack() async throws {
         let db = try await TestDatabase.create()
         let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 10, createdBy: "test")
