@@ -9,7 +9,8 @@
 -- fit, and every completion is HOT. WAL records per item fall from 9.8 to 9.6; PostgreSQL's CPU
 -- per item moved by less than the noise of an A/B (median per-round ratio 0.94 and 0.97 at C=256,
 -- 1.00 at C=64, 1.03 at C=512), and the peer benchmark's ratios read 5-13% lower the same day. A
--- partition's table is about a quarter larger (README "Cost per item").
+-- planned partition is about a quarter larger; drained, 8% (at 50% the rows that left their pages
+-- grew it too; README "One million items").
 --
 -- The function that makes a partition's tables is kept under a new name; the one every caller
 -- uses (`ensure_job_partition`, `prune`) makes them, then sets the item table's fill while it is
