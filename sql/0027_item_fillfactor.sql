@@ -14,7 +14,8 @@
 --
 -- The function that makes a partition's tables is kept under a new name; the one every caller
 -- uses (`ensure_job_partition`, `prune`) makes them, then sets the item table's fill while it is
--- still empty. Existing partitions keep their pages: the setting applies to rows inserted from now
+-- still empty (the 50 in the kept body is overridden before any row is written). A migration is
+-- history and cannot share a body with 0026, so this wraps it rather than copying it whole. Existing partitions keep their pages: the setting applies to rows inserted from now
 -- on, and the partitions made ahead of time are still empty, so the next jobs get it in full.
 ALTER FUNCTION siwa.create_item_partition(bigint, bigint, text) RENAME TO create_item_partition_tables;
 

@@ -110,6 +110,16 @@ struct TransferWorld {
         return Int64(stdout[range.upperBound...].prefix { $0.isNumber })
     }
 
+    /// `transfer status --job` with the days left of `transferDate`'s window by our clock just
+    /// before and just after it: the two differ only when a UTC midnight passed in between, and
+    /// the output names one of them.
+    func statusAndDaysLeft(job: Int64, transferDate: String) async throws -> (stdout: String, daysLeft: [Int]) {
+        let window = try TransferWindow(day: transferDate)
+        let before = window.daysLeft(now: Date())
+        let status = try await run(["transfer", "status", "--job", "\(job)"])
+        return (status.stdout, [before, window.daysLeft(now: Date())])
+    }
+
     func migrationCalls() -> Int { sandbox.model.stats().requests["/auth/usermigrationinfo"] ?? 0 }
 
     func tearDown() async {
