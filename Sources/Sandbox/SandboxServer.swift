@@ -28,8 +28,9 @@ public final class SandboxServer: Service {
     private let running = Mutex<(http: HTTPServer, handler: SandboxHandler)?>(nil)
     /// Set by `shutdownGracefully()` (sticky), so a stop asked before `run()` starts still counts.
     private let stopAsked = Latch()
-    /// With `configuration.tls`: the CA certificate file written at start.
-    private let writtenCAFile = Mutex<String?>(nil)
+    /// With `configuration.tls`: the CA certificate file written at start, and the directory made
+    /// for it (when `SandboxTLS.directory` was nil), removed by `stop()`.
+    private let writtenCAFile = Mutex<(file: String, madeDirectory: String?)?>(nil)
 
     /// Simultaneous connections accepted.
     static let connectionLimit = 4096
@@ -92,9 +93,10 @@ public final class SandboxServer: Service {
         do {
             port = try http.start()
         } catch {
+            if let made = tls?.madeDirectory { try? FileManager.default.removeItem(atPath: made) }
             throw SandboxStartError(description: "could not listen on \(configuration.host):\(configuration.port)")
         }
-        writtenCAFile.withLock { $0 = tls?.caFile }
+        writtenCAFile.withLock { $0 = tls.map { ($0.caFile, $0.madeDirectory) } }
         running.withLock { $0 = (http, handler) }
         return port
     }
@@ -113,11 +115,17 @@ public final class SandboxServer: Service {
     }
 
     /// Stops listening and closes all connections; idempotent. Delayed requests are answered first.
+    /// A CA directory the sandbox made itself is removed (best effort: a stop never throws).
     public func stop() {
         running.withLock { state -> (http: HTTPServer, handler: SandboxHandler)? in
             defer { state = nil }
             return state
         }?.http.stopNow()
+        let made = writtenCAFile.withLock { written -> String? in
+            defer { written?.madeDirectory = nil }
+            return written?.madeDirectory
+        }
+        if let made { try? FileManager.default.removeItem(atPath: made) }
     }
 
     /// Serves until `shutdownGracefully()` or cancellation, then stops as `stop()` does.
@@ -143,8 +151,9 @@ public final class SandboxServer: Service {
     public var baseURL: String { "\(configuration.tls == nil ? "http" : "https")://\(configuration.host):\(port)" }
 
     /// With `configuration.tls`, once started: the CA certificate file (PEM) a client trusts to
-    /// reach this sandbox (`SIWA_CA_FILE`); nil for plain HTTP.
-    public var caFile: String? { writtenCAFile.withLock { $0 } }
+    /// reach this sandbox (`SIWA_CA_FILE`); nil for plain HTTP. Gone after `stop()` when the
+    /// sandbox made its directory.
+    public var caFile: String? { writtenCAFile.withLock { $0?.file } }
 
     /// The fault/latency controls of the running server, for in-process tests.
     var faultPlan: FaultPlan? { running.withLock { $0?.handler.plan } }

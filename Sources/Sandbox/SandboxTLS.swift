@@ -5,12 +5,15 @@ import SIWACrypto
 /// How the sandbox serves HTTPS (`siwa-jobs sandbox --tls`): at start it makes a throwaway CA and
 /// a server certificate (`ThrowawayTLSIdentity`), serves with the certificate, and writes the CA
 /// certificate to `ca.pem` (mode 0644) in `directory`, for clients to trust (`SIWA_CA_FILE`).
+/// A directory the sandbox made itself (no `directory` given) is removed when it stops; one that
+/// was given is left as it is.
 ///
 /// Two shapes exist only to test clients' certificate checks (the sandbox is a stand-in):
 /// `serverName` (a certificate for another name than 127.0.0.1/localhost: the wrong host) and
 /// `expired` (notAfter in the past).
 public struct SandboxTLS: Sendable, Equatable {
-    /// Where `ca.pem` is written; nil: a fresh directory under the temporary directory.
+    /// Where `ca.pem` is written; nil: a fresh directory under the temporary directory, removed
+    /// when the sandbox stops.
     public var directory: String?
     /// The one DNS name the certificate is for, instead of IP 127.0.0.1 and DNS localhost.
     public var serverName: String?
@@ -27,9 +30,10 @@ public struct SandboxTLS: Sendable, Equatable {
     public static let caFileName = "ca.pem"
 
     /// Makes the identity and writes the CA file.
-    /// - Returns: what the HTTP server presents, and the CA file's path.
+    /// - Returns: what the HTTP server presents, the CA file's path, and the directory made for it
+    ///   when none was given (nil otherwise): the caller removes it when it stops.
     /// - Throws: `SandboxStartError` when the certificates cannot be made or the file written.
-    func prepare() throws(SandboxStartError) -> (credentials: HTTPServer.TLSCredentials, caFile: String) {
+    func prepare() throws(SandboxStartError) -> (credentials: HTTPServer.TLSCredentials, caFile: String, madeDirectory: String?) {
         let now = Int64(Date().timeIntervalSince1970)   // real time: clients check against their own clock
         let identity: ThrowawayTLSIdentity
         do {
@@ -50,6 +54,7 @@ public struct SandboxTLS: Sendable, Equatable {
         } catch {
             throw SandboxStartError(description: "could not write the CA file: \(error.localizedDescription)")
         }
-        return (HTTPServer.TLSCredentials(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.privateKeyPEM), file)
+        return (HTTPServer.TLSCredentials(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.privateKeyPEM), file,
+                directory == nil ? URL(fileURLWithPath: file).deletingLastPathComponent().path : nil)
     }
 }

@@ -47,7 +47,7 @@ enum SandboxCommand: Command {
                                               help: "include an id_token when validating refresh tokens (off is much cheaper: "
                                                 + "RS256 signing dominates the sandbox's CPU)")
     static let tls = Declare.switch("tls", help: "serve HTTPS with a throwaway CA made at start; its certificate is written "
-                                        + "to a file whose path is printed (trust it with SIWA_CA_FILE)")
+                                        + "to a file whose path is printed (trust it with SIWA_CA_FILE), in a temporary directory removed at stop")
     static let tlsDir = Declare.option("tls-dir", "DIR", .string, help: "with --tls: write the CA certificate to DIR/ca.pem",
                                        defaultText: "a fresh temporary directory")
     static let tlsServerName = Declare.option("tls-server-name", "NAME", .string,

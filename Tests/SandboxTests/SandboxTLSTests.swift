@@ -98,5 +98,20 @@ import Testing
         defer { server.stop() }
         #expect(server.caFile == dir + "/ca.pem")
         #expect(FileManager.default.fileExists(atPath: dir + "/ca.pem"))
+        server.stop()
+        #expect(FileManager.default.fileExists(atPath: dir + "/ca.pem"), "a directory that was given is left as it is")
+    }
+
+    /// The directory the sandbox made for its CA file goes when it stops: throwaway CAs do not pile
+    /// up under the temporary directory, run after run.
+    @Test func theDirectoryItMadeGoesWhenItStops() throws {
+        let server = try started()
+        let caFile = try #require(server.caFile)
+        let dir = URL(fileURLWithPath: caFile).deletingLastPathComponent().path
+        #expect(dir.hasPrefix(FileManager.default.temporaryDirectory.path))
+        #expect(FileManager.default.fileExists(atPath: caFile))
+        server.stop()
+        #expect(!FileManager.default.fileExists(atPath: dir), "\(dir) is left behind")
+        server.stop()   // idempotent
     }
 }
