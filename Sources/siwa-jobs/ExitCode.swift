@@ -1,3 +1,4 @@
+import Foundation
 import AppleID
 import Commands
 import Postgres
@@ -17,6 +18,7 @@ import SIWAJobs
 /// | 66 | an input file cannot be read (`token verify --jwks FILE`, `transfer import-csv FILE`), with the reason |
 /// | 69 | a service is unavailable: a server cannot listen, a JWKS URL cannot be fetched |
 /// | 70 | an unexpected error |
+/// | 74 | the output cannot be written: its reader closed the pipe (`results export ... \| head`), a full disk |
 /// | 75 | temporary failure: database unreachable, busy or read-only, Apple down, work left for the next run |
 /// | 78 | configuration error, including a job paused for one (e.g. `invalid_client`, a refused TLS certificate), database settings, a privilege, the schema, an unusable `SIWA_CA_FILE` |
 struct ExitCode: Equatable, Sendable {
@@ -31,6 +33,7 @@ struct ExitCode: Equatable, Sendable {
     static let noInput = ExitCode(66)
     static let unavailable = ExitCode(69)
     static let software = ExitCode(70)
+    static let ioError = ExitCode(74)
     static let temporaryFailure = ExitCode(75)
     static let configuration = ExitCode(78)
 
@@ -118,8 +121,26 @@ struct ExitCode: Equatable, Sendable {
         case let error as DatabaseError:
             return of(error, database: database)
         default:
+            if let code = writeErrno(error) { return (.ioError, [outputFailure(code)]) }
             return (.software, ["\(error)"])
         }
+    }
+
+    /// The POSIX error under a failed `FileHandle` write (Foundation wraps it in a Cocoa file
+    /// write error), EPIPE for a bare `POSIXError(.EPIPE)`, or nil when `error` is neither.
+    static func writeErrno(_ error: any Error) -> Int32? {
+        if let posix = error as? POSIXError { return posix.code == .EPIPE ? EPIPE : nil }
+        let ns = error as NSError
+        guard ns.domain == NSCocoaErrorDomain, (CocoaError.fileWriteUnknown.rawValue...CocoaError.fileWriteVolumeReadOnly.rawValue).contains(ns.code),
+              let under = ns.userInfo[NSUnderlyingErrorKey] as? NSError, under.domain == NSPOSIXErrorDomain else { return nil }
+        return Int32(under.code)
+    }
+
+    /// The line for an output write that failed with `code`: a reader that closed the pipe is
+    /// named as such (an export into `head`), anything else by its reason.
+    static func outputFailure(_ code: Int32) -> String {
+        code == EPIPE ? "the output was closed by its reader (broken pipe); stopped writing"
+            : "cannot write the output: \(String(cString: strerror(code)).lowercased())"
     }
 
     private static func of(_ failure: TokenVerification.Failure) -> (code: ExitCode, lines: [String]) {

@@ -1,3 +1,4 @@
+import Foundation
 import AppleID
 import Commands
 import Postgres
@@ -75,7 +76,31 @@ import Testing
         #expect(code(DatabaseError(kind: .query, sqlState: "3F000", message: "no schema")) == 78)
         #expect(code(DatabaseError(kind: .query, sqlState: "22P02", message: "bad input")) == 70)
         #expect(code(CancellationError()) == 70)
+        #expect(code(POSIXError(.ECONNRESET)) == 70, "only output writes are I/O errors")
         #expect(ExitCode.of(DatabaseError(kind: .connection, message: "refused"), database: "host=db").lines.first?
             .hasPrefix("database unreachable at host=db: ") == true)
+    }
+
+    /// A real `FileHandle` write that fails: into a pipe whose reader is gone (`results export | head`)
+    /// and into a full device. Both are 74 with a line naming why, not Foundation's error text.
+    @Test func outputWritesThatFailAreIOErrors() throws {
+        signal(SIGPIPE, SIG_IGN)   // as SIWAJobsCommand.main: the write returns EPIPE instead
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        let writer = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        let broken = try #require(throwing { try writer.write(contentsOf: Data("row\n".utf8)) })
+        let mapped = ExitCode.of(broken, database: "")
+        #expect(mapped.code.rawValue == 74, "\(broken)")
+        #expect(mapped.lines == ["the output was closed by its reader (broken pipe); stopped writing"])
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let noSpace = try #require(throwing { try full.write(contentsOf: Data(repeating: 0, count: 65_536)) })
+        let mappedFull = ExitCode.of(noSpace, database: "")
+        #expect(mappedFull.code.rawValue == 74, "\(noSpace)")
+        #expect(mappedFull.lines == ["cannot write the output: no space left on device"])
+    }
+
+    private func throwing(_ body: () throws -> Void) -> (any Error)? {
+        do { try body(); return nil } catch { return error }
     }
 }

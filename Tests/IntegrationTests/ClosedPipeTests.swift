@@ -36,6 +36,10 @@ import Testing
         let (worked, howWork) = try await Self.runIntoClosedPipes(["work", "--drain", "--stats"], environment: env)
         #expect(howWork == .exit && worked == 0, "work ended by \(howWork) with \(worked)")
         #expect(try await db.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) == 50)
+        // An export whose reader is gone (`results export | head`) stops with 74, not a crash or 70.
+        let job = try await db.scalar("SELECT max(id)::int FROM siwa.jobs", as: Int.self)
+        let (exported, howExport) = try await Self.runIntoClosedPipes(["results", "export", "--job", "\(job)", "--format", "csv"], environment: env)
+        #expect(howExport == .exit && exported == 74, "results export ended by \(howExport) with \(exported)")
         await db.drop()
     }
 }
