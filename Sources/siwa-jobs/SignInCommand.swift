@@ -37,10 +37,17 @@ enum SignInCommand: Command {
         if arguments[nonce] != nil && arguments[nonceSHA256] != nil {
             throw arguments.usageError("sign-in: give --nonce or --nonce-sha256, not both")
         }
-        let data = try InputFile.read(try arguments.required(tokenFile), limit: 64 * 1024, stdin: true)   // exit 66 when unreadable
-        var request = SignInRequest(teamID: team, clientID: client,
-                                    identityToken: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines),
-                                    code: try arguments.required(code), nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
+        let path = try arguments.required(tokenFile)
+        let data = try InputFile.read(path, limit: 64 * 1024, stdin: true)   // exit 66 when unreadable
+        let identityToken = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !identityToken.isEmpty else {
+            throw CommandFailure("--identity-token-file \(path == "-" ? "(stdin)" : "'\(path)'"): empty; it should hold the "
+                + "identity token, a compact JWT", kind: .refusedInput)
+        }
+        let authorizationCode = try arguments.required(code)
+        guard !authorizationCode.trimmingCharacters(in: .whitespaces).isEmpty else { throw arguments.usageError("--code: empty") }
+        var request = SignInRequest(teamID: team, clientID: client, identityToken: identityToken,
+                                    code: authorizationCode, nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
                                     redirectURI: arguments[redirectURI])
         request.externalUserID = arguments[externalUserID]
         request.name = arguments[name]

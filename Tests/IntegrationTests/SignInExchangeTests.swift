@@ -106,6 +106,13 @@ import Testing
         // The good user's code is still unspent: by hand, with the right nonce, it signs in.
         let file = w.world.directory.appendingPathComponent("identity-token.jwt")
         try Data(good.token.utf8).write(to: file)
+        // An empty token file is refused before anything is submitted, naming the flag and the file.
+        let emptyFile = w.world.directory.appendingPathComponent("empty.jwt")
+        try Data("\n".utf8).write(to: emptyFile)
+        let empty = try await BinaryProcess.run(["sign-in", "--identity-token-file", emptyFile.path, "--code", good.code,
+                                                  "--nonce", "right"], environment: w.world.environment)
+        #expect(empty.status == 65, "\(empty.stdout) \(empty.stderr)")
+        #expect(empty.stderr.contains("--identity-token-file '\(emptyFile.path)': empty"), "\(empty.stderr)")
         let byHand = try await BinaryProcess.run(["sign-in", "--identity-token-file", file.path, "--code", good.code,
                                                    "--nonce", "right"], environment: w.world.environment)
         #expect(byHand.status == 0, "\(byHand.stdout) \(byHand.stderr)")
