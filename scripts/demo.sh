@@ -14,7 +14,12 @@ CONCURRENCY=${CONCURRENCY:-256}
 LATENCY_MS=${LATENCY_MS:-50}
 work=$(mktemp -d /tmp/siwa-demo.XXXXXX)
 sandbox_pid=
-cleanup() { [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true; }
+# On exit: stop the sandbox (it removes its throwaway CA) and delete the throwaway keys; the
+# logs stay in $work, and the cluster keeps running for a look around (the last lines say how).
+cleanup() {
+  [ -n "$sandbox_pid" ] && kill "$sandbox_pid" 2>/dev/null; wait 2>/dev/null || true
+  rm -f "$work/AuthKey_DEMOKEY001.p8" "$work/token.key"
+}
 trap cleanup EXIT
 
 echo "== 1. install what is missing"
@@ -74,5 +79,7 @@ items=$(psql -qtAc "SELECT items FROM siwa.job_progress WHERE job_id = $job")
 python3 -c "import sys; s, e, n, c, l = map(float, sys.argv[1:]); w = e - s; bound = c / (l / 1000.0)
 print('wall time of the drain: %.1f s; %.0f items/s, %.0f%% of C/L (bound %.0f items/s at C=%d, %g ms)' % (w, n / w, 100 * n / w / bound, bound, c, l))" \
   "$start" "$end" "$items" "$CONCURRENCY" "$LATENCY_MS"
-echo "logs: $work/worker.log"
+echo "logs: $work/worker.log (the throwaway keys are deleted on exit)"
+echo "the demo's PostgreSQL is still running for a look around: PGHOST=$PGHOST PGPORT=$PGPORT PGDATABASE=$PGDATABASE psql"
+echo "stop it with: scripts/pg-down.sh /tmp/siwa-demo-pg"
 exit $(( code != 0 ? code : match ))
