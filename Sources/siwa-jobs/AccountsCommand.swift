@@ -43,7 +43,7 @@ enum AccountsImportCommand: Command {
         guard report.applied else {
             var lines = report.errors.map { "\(name): \($0)" }
             if report.rejected > report.errors.count { lines.append("\(name): ... and \(report.rejected - report.errors.count) more errors") }
-            lines.append("\(name): refused (\(report.rejected) errors in \(report.rows) rows); nothing was written")
+            lines.append("\(name): refused (\(counted(report.rejected, "error")) in \(counted(report.rows, "row"))); nothing was written")
             lines.forEach(complain)
             return .of(report)
         }

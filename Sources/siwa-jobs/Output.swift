@@ -18,3 +18,8 @@ func complain(_ message: String) {
 func sayRaw(_ text: String) {
     try? FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
 }
+
+/// `n` and `noun`, plural unless n is 1: "1 error", "3 errors".
+func counted(_ n: some BinaryInteger, _ noun: String) -> String {
+    "\(n) \(noun)\(n == 1 ? "" : "s")"
+}

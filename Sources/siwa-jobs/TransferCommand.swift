@@ -92,7 +92,7 @@ enum TransferImportCSVCommand: Command {
             if report.errorCount > report.errors.count {
                 lines.append("\(path): ... and \(report.errorCount - report.errors.count) more errors")
             }
-            lines.append("\(path): refused (\(report.errorCount) errors); nothing was loaded")
+            lines.append("\(path): refused (\(counted(report.errorCount, "error"))); nothing was loaded")
             throw CommandFailure(lines: lines, kind: .refusedInput)
         }
         say("loaded import \(id): \(report.rows) rows from \(path) (\(report.bytes) bytes); "

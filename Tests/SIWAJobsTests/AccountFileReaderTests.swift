@@ -96,4 +96,30 @@ import Testing
             "line 5: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
         ])
     }
+
+    /// A line longer than a record may be is refused by line, and the rows after it still load:
+    /// an unquoted field, a quoted one spanning lines, a line of separators, a JSON line.
+    @Test(arguments: [7, 1 << 20])
+    func anOverlongLineIsRefusedAndTheRestLoad(chunk: Int) throws {
+        let huge = String(repeating: "x", count: 200_000)
+        let csv = "external_user_id,sub,refresh_token\n"
+            + "u1,s1,r\(huge)\n"                          // 2
+            + "u2,s2,r2\n"                                 // 3
+            + "u3,s3,\"r\(huge)\n\(huge)\"\n"             // 4-5
+            + String(repeating: ",", count: 100_000) + "\n" // 6
+            + "u4,s4,r4\n"                                 // 7
+        let fromCSV = try Self.read(csv, chunk: chunk)
+        let tooLong = "the record is longer than \(CSVRecordParser.defaultMaxRecordBytes) bytes; the rest of it was skipped"
+        #expect(fromCSV.errors == ["line 2: \(tooLong)", "line 4: \(tooLong)", "line 6: \(tooLong)"])
+        #expect(fromCSV.rows.map(\.externalUserID) == ["u2", "u4"])
+        #expect(fromCSV.rows.map(\.line) == [3, 7])
+        let jsonLines = "{\"external_user_id\":\"u1\",\"sub\":\"s1\",\"refresh_token\":\"r\(huge)\"}\n"
+            + "{\"external_user_id\":\"u2\",\"sub\":\"s2\"}\n"
+            + "{\"external_user_id\":\"u3\",\"sub\":\"s3\",\"refresh_token\":\"r\(huge)\"}"
+        let fromJSON = try Self.read(jsonLines, chunk: chunk)
+        let lineTooLong = "the line is longer than \(CSVRecordParser.defaultMaxRecordBytes) bytes; the rest of it was skipped"
+        #expect(fromJSON.errors == ["line 1: \(lineTooLong)", "line 3: \(lineTooLong)"])
+        #expect(fromJSON.rows.map(\.externalUserID) == ["u2"])
+        #expect(fromJSON.reader.format == .jsonLines)
+    }
 }

@@ -33,6 +33,8 @@ struct AccountFileReader {
     /// Each column's position, from the header.
     private var columnIndex: [String: Int] = [:]
     private var jsonBuffer: [UInt8] = []
+    /// The current JSON line is over `CSVRecordParser.defaultMaxRecordBytes`: its bytes are dropped.
+    private var jsonOverlong = false
     private var jsonLine = 1
     private var sawByteOrderMark = false
     private var pending = Batch()
@@ -100,7 +102,7 @@ struct AccountFileReader {
             jsonBuffer = []
         }
         if format == .jsonLines {
-            if !jsonBuffer.isEmpty { jsonRecord(jsonBuffer) }
+            if jsonOverlong { jsonTooLong() } else if !jsonBuffer.isEmpty { jsonRecord(jsonBuffer) }
             if pending.rows.isEmpty && pending.errors.isEmpty && jsonLine == 1 { fail(.init(line: 1, field: nil, reason: "the file is empty")) }
             return
         }
@@ -173,12 +175,33 @@ struct AccountFileReader {
     private mutating func feedJSON(_ data: ArraySlice<UInt8>) {
         var start = data.startIndex
         while let newline = data[start...].firstIndex(of: 0x0A) {
-            jsonBuffer += data[start..<newline]
-            jsonRecord(jsonBuffer)
+            keepJSON(data[start..<newline])
+            if jsonOverlong { jsonTooLong() } else { jsonRecord(jsonBuffer) }
             jsonBuffer.removeAll(keepingCapacity: true)
+            jsonOverlong = false
             start = newline + 1
         }
-        jsonBuffer += data[start...]
+        keepJSON(data[start...])
+    }
+
+    /// Adds bytes of the current line, unless that makes it longer than a record may be: then the
+    /// line is marked and its bytes dropped (memory stays bounded whatever a line's length).
+    private mutating func keepJSON(_ bytes: ArraySlice<UInt8>) {
+        guard !jsonOverlong else { return }
+        guard jsonBuffer.count + bytes.count <= CSVRecordParser.defaultMaxRecordBytes else {
+            jsonOverlong = true
+            jsonBuffer = []
+            return
+        }
+        jsonBuffer += bytes
+    }
+
+    private mutating func jsonTooLong() {
+        let line = jsonLine
+        jsonLine += 1
+        guard fileError == nil else { return }
+        pending.errors.append(ImportRowError(line: line, field: nil,
+            reason: "the line is longer than \(CSVRecordParser.defaultMaxRecordBytes) bytes; the rest of it was skipped"))
     }
 
     private mutating func jsonRecord(_ raw: [UInt8]) {

@@ -11,8 +11,14 @@ import Foundation
 /// - Blank lines are skipped.
 ///
 /// Bytes are fed in chunks of any size; records and errors come out with the 1-based line number
-/// where the record starts.
+/// where the record starts. A record longer than `maxRecordBytes` (fields and separators) is an
+/// error, and the rest of its bytes are skipped rather than kept: memory stays bounded whatever
+/// the length of a line (a 200 MB field once took 560 MB before its field check refused it).
 struct CSVRecordParser {
+    /// The default `maxRecordBytes`: 64 KiB, far above any row of ours (a refresh token is at
+    /// most 4,096 characters, the other fields a few hundred bytes).
+    static let defaultMaxRecordBytes = 64 * 1024
+
     enum Event: Equatable {
         case record(line: Int, fields: [[UInt8]])
         case error(line: Int, message: String)
@@ -26,6 +32,10 @@ struct CSVRecordParser {
     private var field: [UInt8] = []
     private var fields: [[UInt8]] = []
     private var rowError: String?
+    /// Bytes of the current record so far (field bytes and separators), up to `maxRecordBytes`.
+    private var recordBytes = 0
+    /// The most bytes one record may hold.
+    var maxRecordBytes = CSVRecordParser.defaultMaxRecordBytes
     private var atFileStart = true
     private var pendingStart: [UInt8] = []
     private(set) var sawByteOrderMark = false
@@ -93,7 +103,7 @@ struct CSVRecordParser {
             case 0x2C: endField()
             case 0x0A: endRow(emit)
             case 0x0D: state = .carriageReturn
-            default: field.append(byte); state = .unquoted
+            default: keep(byte); state = .unquoted
             }
         case .unquoted:
             switch byte {
@@ -102,18 +112,18 @@ struct CSVRecordParser {
             case 0x0D: state = .carriageReturn
             case 0x22:
                 if rowError == nil { rowError = "a quote inside an unquoted field (quote the whole field and double the quote)" }
-            default: field.append(byte)
+            default: keep(byte)
             }
         case .quoted:
             if byte == 0x22 {
                 state = .quoteInQuoted
             } else {
                 if byte == 0x0A { line += 1 }
-                field.append(byte)
+                keep(byte)
             }
         case .quoteInQuoted:
             switch byte {
-            case 0x22: field.append(0x22); state = .quoted
+            case 0x22: keep(0x22); state = .quoted
             case 0x2C: endField(); state = .fieldStart
             case 0x0A: endRow(emit)
             case 0x0D: state = .carriageReturn
@@ -133,8 +143,24 @@ struct CSVRecordParser {
         }
     }
 
+    /// Adds `byte` to the field, or past `maxRecordBytes` marks the record too long and drops it.
+    private mutating func keep(_ byte: UInt8) {
+        guard counted() else { return }
+        field.append(byte)
+    }
+
+    /// Counts one byte of the current record: false once the record is over `maxRecordBytes`.
+    private mutating func counted() -> Bool {
+        guard recordBytes < maxRecordBytes else {
+            if rowError == nil { rowError = "the record is longer than \(maxRecordBytes) bytes; the rest of it was skipped" }
+            return false
+        }
+        recordBytes += 1
+        return true
+    }
+
     private mutating func endField() {
-        fields.append(field)
+        if counted() { fields.append(field) }   // the separator counts, so a line of commas is bounded too
         field.removeAll(keepingCapacity: true)
     }
 
@@ -146,6 +172,7 @@ struct CSVRecordParser {
         let error = rowError
         fields.removeAll(keepingCapacity: true)
         rowError = nil
+        recordBytes = 0
         state = .fieldStart
         line += 1
         rowLine = line
