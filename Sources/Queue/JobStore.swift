@@ -64,9 +64,17 @@ public protocol JobStore: Sendable {
     func backlog(kinds: [String]) async throws -> QueueBacklog
     /// Running jobs of the given kinds that still have unfinished (available or leased) items.
     func openJobs(kinds: [String]) async throws -> [JobRecord]
+    /// Running jobs of the given kinds with unfinished items that this store never claims: out of
+    /// its `JobScope` (a team this worker has no credentials for). None by default.
+    func outOfScopeJobs(kinds: [String]) async throws -> [JobRecord]
+    /// Why `outOfScopeJobs` cannot run here.
+    var outOfScopeReason: String { get }
 }
 
 extension JobStore {
+    public func outOfScopeJobs(kinds: [String]) async throws -> [JobRecord] { [] }
+    public var outOfScopeReason: String { "" }
+
     /// Rescues every expired lease, discarding items out of attempts at once (no retry budget).
     public func rescueExpired(limit: Int) async throws -> RescueReport {
         try await rescueExpired(limit: limit, sparing: nil, retryBudget: .zero)

@@ -5,7 +5,7 @@ extension PostgresJobStore {
     /// Leases up to `limit` due items, most urgent jobs first and shared fairly among jobs of equal
     /// priority (`ClaimShares`), on one connection (sql/0026_range_claims.sql):
     ///
-    /// 1. the runnable jobs of `kinds` with their priority, partition and due items, counted up to
+    /// 1. the runnable jobs of `kinds` in `scope` with their priority, partition and due items, counted up to
     ///    `limit` apart: singly items on `job_items_claim_singly` (job, run_at, id), planned items
     ///    past the job's claim cursor on the primary key. A job alone at the least urgent priority
     ///    present is not counted: it takes whatever is left.
@@ -27,7 +27,7 @@ extension PostgresJobStore {
         guard limit > 0 else { return [] }
         let leaseSeconds = lease.seconds
         let (shares, rows) = try await pool.withConnection { conn -> ([ClaimShares.Share], [PostgresRow]) in
-            let jobs = try await Self.dueJobs(kinds: kinds, limit: limit, on: conn)
+            let jobs = try await Self.dueJobs(kinds: kinds, scope: scope, limit: limit, on: conn)
             let shares = ClaimShares.split(jobs.map(\.due), batch: limit)
             guard !shares.isEmpty else { return ([], []) }
             let byID = Dictionary(uniqueKeysWithValues: jobs.map { ($0.due.jobID, $0) })
@@ -78,11 +78,11 @@ extension PostgresJobStore {
 
     /// The job-choice statement. Each count is ordered as its index is, so the scan stops at the
     /// cap (a bitmap scan of the key would read every planned item of the job). It counts due items up to a literal, `limit` rounded up to a
-    /// power of two (at least 64), and the claim clamps the counts to `limit`: its only bind is
-    /// then the kinds, so PostgreSQL reuses one generic plan per connection and cap. With the limit
+    /// power of two (at least 64), and the claim clamps the counts to `limit`: its only binds are
+    /// then the kinds and the scope, both fixed for a worker, so PostgreSQL reuses one generic plan per connection and cap. With the limit
     /// as a bind it planned the statement anew on every claim (0.45 ms each, 11 times its run time;
     /// pg_stat_statements in a C=256 validation drain: 6% of PostgreSQL's CPU).
-    static func dueJobs(kinds: [String], limit: Int, on conn: PostgresConnection) async throws -> [ClaimableJob] {
+    static func dueJobs(kinds: [String], scope: JobScope, limit: Int, on conn: PostgresConnection) async throws -> [ClaimableJob] {
         let cap = SQL(unsafeSQL: String(dueCountCap(limit)))
         let rows = try await conn.query(("""
             SELECT r.id, r.priority::int AS priority, r.alone_last,
@@ -97,7 +97,7 @@ extension PostgresJobStore {
                         ORDER BY i.id LIMIT \(cap)) d) AS planned_ahead
             FROM (SELECT j.id, j.priority, j.claim_cursor,
                          count(*) OVER (PARTITION BY j.priority) = 1 AND j.priority = max(j.priority) OVER () AS alone_last
-                  FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds))) r
+                  FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds)) AND \(scope.condition("j"))) r
             """ as SQL).reusingPlan())
         return try rows.compactMap { row in
             let singly: Int = try row.decode("singly_due"), planned: Int = try row.decode("planned_ahead")

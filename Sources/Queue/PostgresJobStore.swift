@@ -6,9 +6,12 @@ import Postgres
 /// effect statements).
 public struct PostgresJobStore: JobStore {
     public let pool: PostgresPool
+    /// The jobs this store's claims and backlog see (`JobScope`); the others are `outOfScopeJobs`.
+    public let scope: JobScope
 
-    public init(pool: PostgresPool) {
+    public init(pool: PostgresPool, scope: JobScope = .everything) {
         self.pool = pool
+        self.scope = scope
     }
 
     public func jobs(ids: [Int64]) async throws -> [JobRecord] {
@@ -126,7 +129,8 @@ public struct PostgresJobStore: JobStore {
     public func backlog(kinds: [String]) async throws -> QueueBacklog {
         let rows = try await pool.queryWithoutJIT("""
                 WITH live AS MATERIALIZED (
-                    SELECT id, claim_cursor FROM siwa.jobs WHERE state = 'running' AND kind = ANY(\(kinds))),
+                    SELECT j.id, j.claim_cursor FROM siwa.jobs j WHERE j.state = 'running' AND j.kind = ANY(\(kinds))
+                        AND \(scope.condition("j"))),
                 counts AS (
                     SELECT \(unsafeSQL: ItemCounts.due(job: "l.id", cursor: "l.claim_cursor")) AS due_now,
                            \(unsafeSQL: ItemCounts.running(job: "l.id")) AS running,
@@ -144,10 +148,22 @@ public struct PostgresJobStore: JobStore {
     }
 
     public func openJobs(kinds: [String]) async throws -> [JobRecord] {
+        try await openJobs(kinds: kinds, where: "TRUE")
+    }
+
+    public var outOfScopeReason: String { scope.reason }
+
+    /// Running jobs of `kinds` with unfinished items that this store's `scope` leaves out.
+    public func outOfScopeJobs(kinds: [String]) async throws -> [JobRecord] {
+        guard scope.key != nil else { return [] }
+        return try await openJobs(kinds: kinds, where: "NOT " + scope.condition("j"))
+    }
+
+    private func openJobs(kinds: [String], where condition: SQL) async throws -> [JobRecord] {
         guard !kinds.isEmpty else { return [] }
         let rows = try await pool.queryWithoutJIT("""
             SELECT j.id, j.kind, j.spec::text AS spec, j.state FROM siwa.jobs j
-            WHERE j.state = 'running' AND j.kind = ANY(\(kinds))
+            WHERE j.state = 'running' AND j.kind = ANY(\(kinds)) AND \(condition)
               AND \(unsafeSQL: ItemCounts.anyUnfinished(job: "j.id", cursor: "j.claim_cursor"))
             ORDER BY j.id
             """)

@@ -131,9 +131,20 @@ extension Worker {
         return .exit
     }
 
-    /// Work due that no handler of this process can run (`unavailableKinds`): a drain that
-    /// leaves it behind says so, naming each job (exit 78).
+    /// Work due that no handler of this process can run (`unavailableKinds`), and jobs of its
+    /// kinds out of the store's scope (`JobStore.outOfScopeJobs`: another team's): a drain that
+    /// leaves it behind says so, naming each job (exit 78). Neither is paused: another worker
+    /// may hold what this one lacks.
     func noteUnrunnable(report: inout WorkerReport) async {
+        do {
+            for job in try await store.outOfScopeJobs(kinds: handlers.keys.sorted()) {
+                let reason = store.outOfScopeReason
+                report.unrunnable.append(UnrunnableJob(job: job, reason: reason))
+                logger.error("work due that this worker cannot run", ["job.id": "\(job.id)", "kind": job.kind, "reason": reason])
+            }
+        } catch {
+            logger.warning("looking for jobs out of this worker's scope failed", ["error": "\(error)"])
+        }
         let unavailable = configuration.unavailableKinds
         guard !unavailable.isEmpty else { return }
         do {

@@ -57,7 +57,8 @@ enum WorkCommand: Command {
         "work", abstract: "run the worker (--drain for cron)",
         discussion: "Exit 0 every item succeeded; 1 some failed permanently or were discarded; 75 database or Apple "
             + "unavailable, retries left beyond the drain horizon, or a drain stopped by a signal with work left; 78 a job "
-            + "is paused for a configuration error, or work is due whose kind this worker has no credentials for.",
+            + "is paused for a configuration error, or work is due whose kind, or team and client, this worker has no "
+            + "credentials for (left for a worker that has them).",
         options: [concurrency, claimBatch, flushMax, leaseSeconds, graceSeconds, pollSeconds, drainHorizon, retryBudget,
                   maxUnflushed, kinds, workerID, poolSize, drain, progress, stats, caFile, httpVersion, allowInsecureKeys]
                   + Registration.options
@@ -84,7 +85,8 @@ enum WorkCommand: Command {
             await wiring.close()
             throw error
         }
-        let worker = Worker(store: PostgresJobStore(pool: wiring.pool), handlers: handlers, configuration: configuration,
+        // Jobs of teams this worker has no credentials for are left to a worker that has them.
+        let worker = Worker(store: PostgresJobStore(pool: wiring.pool, scope: wiring.registry.jobScope), handlers: handlers, configuration: configuration,
                             logger: logger, clock: context.clock)
         var services: [any Service] = [Registration.heartbeat(
             around: WorkerService(worker: worker), command: "work", workerID: configuration.workerID,

@@ -26,6 +26,29 @@ import Testing
         await world.tearDown()
     }
 
+    /// A worker with credentials for another team only (one worker per team) never claims this
+    /// team's job nor pauses it: its drain names the job (78), and a worker that holds the team
+    /// runs it afterwards.
+    @Test func aWorkerForAnotherTeamLeavesTheJobRunningForOneThatHoldsIt() async throws {
+        var world = try await SIWAWorld.create()
+        try await world.seed(accounts: 20, revokedFraction: 0)
+        let job = try await world.enqueue()
+        var other = world.environment
+        other["SIWA_TEAM_ID"] = "OTHERTEAM1"
+        let run = try await BinaryProcess.run(["work", "--drain"], environment: other)
+        #expect(run.status == 78, "\(run.stdout) \(run.stderr.suffix(1500))")
+        #expect(run.stdout.contains("job \(job.jobID) (refresh-validation, team \(SIWAWorld.teamID), client \(SIWAWorld.clientID)) "
+            + "has work due that this worker cannot run: no Apple credentials configured on this worker"), "\(run.stdout)")
+        let state: String = try await world.database.scalar("SELECT state::text FROM siwa.jobs WHERE id = \(job.jobID)")
+        #expect(state == "running", "not paused: another worker may hold the team")
+        #expect(try await world.database.scalar("SELECT count(*)::int FROM siwa.results", as: Int.self) == 0)
+        #expect(try await world.database.scalar("SELECT count(*)::int FROM siwa.item_leases", as: Int.self) == 0)
+        let right = try await BinaryProcess.run(["work", "--drain"], environment: world.environment)
+        #expect(right.status == 0, "\(right.stdout) \(right.stderr.suffix(1500))")
+        #expect(try await world.database.scalar("SELECT count(*)::int FROM siwa.results WHERE job_id = \(job.jobID)", as: Int.self) == 20)
+        await world.tearDown()
+    }
+
     @Test func sigtermMidDrainWithWorkLeftExits75() async throws {
         var world = try await SIWAWorld.create(latency: .fixed(50))
         try await world.seed(accounts: 2000, revokedFraction: 0.03)
