@@ -6,7 +6,7 @@ import SIWAJobs
 /// `siwa-jobs jobs list [--state S]... [--kind K] [--since WHEN] [--limit N] [--json]`: jobs, newest first.
 enum JobsListCommand: Command {
     static let state = Declare.repeated("state", "S", .choice(["running", "paused", "completed", "cancelled"]),
-                                        help: "only jobs in this state (repeatable)")
+                                        help: "only jobs in this state")
     static let kind = Declare.option("kind", "K", .string, help: "only jobs of this kind, e.g. refresh-validation")
     static let since = Declare.option("since", "WHEN", Since.type,
                                       help: "only jobs created since: a date (2026-11-30, 2026-11-30T18:00:00Z) or an age (90m, 24h, 7d)")

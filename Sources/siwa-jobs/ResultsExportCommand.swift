@@ -7,7 +7,7 @@ import SIWAJobs
 /// results, streamed (pages of 5,000), with token fingerprints only.
 enum ResultsExportCommand: Command {
     static let job = Declare.option("job", "N", .integer(in: 1...Int.max), help: "the job id", required: true)
-    static let outcome = Declare.repeated("outcome", "O", .string, help: "only results with this outcome (repeatable)")
+    static let outcome = Declare.repeated("outcome", "O", .string, help: "only results with this outcome")
     static let format = Declare.option("format", "F", .choice(ResultsExporter.Format.allCases.map(\.rawValue)),
                                        help: "csv (with a header line) or jsonl (one JSON object a line)", required: true)
     static let out = Declare.option("out", "FILE", .string, help: "write here (created with mode 0600, replaced if it exists)",

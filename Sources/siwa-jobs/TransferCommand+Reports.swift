@@ -10,7 +10,7 @@ enum TransferStatusCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let jobID = arguments[CommonOptions.job].map(Int64.init)
         let jobs = try await Transfer.withPool(context) { pool in try await TransferStatusReport(pool: pool).jobs(jobID: jobID) }
-        guard !jobs.isEmpty else { throw CommandFailure(jobID.map { "job \($0) is not a transfer job" } ?? "no transfer jobs") }
+        guard !jobs.isEmpty else { throw CommandFailure(jobID.map { "no transfer job \($0): it does not exist or is of another kind" } ?? "no transfer jobs") }
         jobs.forEach(show)
         return .success
     }
