@@ -76,6 +76,13 @@ struct SIWAWorld {
         return env
     }
 
+    /// Runs the binary with `environment`, some variables changed (nil removes one).
+    func run(_ arguments: [String], changing changes: [String: String?]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        var env = environment
+        for (name, value) in changes { env[name] = value }
+        return try await BinaryProcess.run(arguments, environment: env)
+    }
+
     /// The sandbox's admin API, over HTTPS trusting its CA.
     var admin: SandboxAdminClient { SandboxAdminClient(baseURL: sandbox.baseURL, caFile: sandbox.caFile) }
 
