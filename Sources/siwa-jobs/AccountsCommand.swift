@@ -42,7 +42,7 @@ enum AccountsImportCommand: Command {
         }
         guard report.applied else {
             var lines = report.errors.map { "\(name): \($0)" }
-            if report.rejected > report.errors.count { lines.append("\(name): ... and \(report.rejected - report.errors.count) more errors") }
+            if report.rejected > report.errors.count { lines.append("\(name): ... and \(counted(report.rejected - report.errors.count, "more error"))") }
             lines.append("\(name): refused (\(counted(report.rejected, "error")) in \(counted(report.rows, "row"))); nothing was written")
             lines.forEach(complain)
             return .of(report)
@@ -53,7 +53,7 @@ enum AccountsImportCommand: Command {
             say("imported \(report.rows) rows from \(name) into team \(team) client \(client): \(changes); "
                 + "\(report.tokensSealed) refresh tokens encrypted")
             if let out = arguments[rejects], report.rejected > 0 {
-                say("\(report.rejected) rows rejected, written with their reasons to \(out)")
+                say("\(counted(report.rejected, "row")) rejected, written with their reasons to \(out)")
             }
         }
         return .of(report)

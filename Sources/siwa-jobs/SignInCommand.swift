@@ -61,7 +61,8 @@ enum SignInCommand: Command {
         await pool.close()
         let (id, result) = try outcome.get()
         guard let result else {
-            say("sign-in \(id): no outcome within \(Int(arguments[timeout].seconds)) s; is `siwa-jobs work` running? "
+            say("sign-in \(id): no outcome within \(Int(arguments[timeout].seconds)) s; is a `siwa-jobs work` with credentials "
+                + "for team \(team) client \(client) running? "
                 + "(it stays queued: \(SignInSubmitter.outcomeQuery(id: id)))")
             return .of(signInOutcome: nil)
         }

@@ -90,7 +90,7 @@ enum TransferImportCSVCommand: Command {
         guard let id = report.importID else {
             var lines = report.errors.map { "\(path): \($0)" }
             if report.errorCount > report.errors.count {
-                lines.append("\(path): ... and \(report.errorCount - report.errors.count) more errors")
+                lines.append("\(path): ... and \(counted(report.errorCount - report.errors.count, "more error"))")
             }
             lines.append("\(path): refused (\(counted(report.errorCount, "error"))); nothing was loaded")
             throw CommandFailure(lines: lines, kind: .refusedInput)

@@ -121,5 +121,15 @@ import Testing
         #expect(fromJSON.errors == ["line 1: \(lineTooLong)", "line 3: \(lineTooLong)"])
         #expect(fromJSON.rows.map(\.externalUserID) == ["u2"])
         #expect(fromJSON.reader.format == .jsonLines)
+        // At the limit exactly a record is read (its line ending and quotes do not count); one byte more is not.
+        for (line, fits) in [("ab,\"cd\",ef\r\n", true), ("ab,cd,efg\n", false), ("abcdefgh\n", true), ("abcdefghi\n", false)] {
+            var parser = CSVRecordParser()
+            parser.maxRecordBytes = 8
+            var events: [CSVRecordParser.Event] = []
+            parser.feed(Array(line.utf8)) { events.append($0) }
+            parser.finish { events.append($0) }
+            let read = events.contains { if case .record = $0 { true } else { false } }
+            #expect(read == fits, "\(line.debugDescription): \(events)")
+        }
     }
 }

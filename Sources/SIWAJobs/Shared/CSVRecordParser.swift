@@ -11,7 +11,8 @@ import Foundation
 /// - Blank lines are skipped.
 ///
 /// Bytes are fed in chunks of any size; records and errors come out with the 1-based line number
-/// where the record starts. A record longer than `maxRecordBytes` (fields and separators) is an
+/// where the record starts. A record longer than `maxRecordBytes` (its field bytes and commas,
+/// without quotes and the line ending) is an
 /// error, and the rest of its bytes are skipped rather than kept: memory stays bounded whatever
 /// the length of a line (a 200 MB field once took 560 MB before its field check refused it).
 struct CSVRecordParser {
@@ -159,14 +160,17 @@ struct CSVRecordParser {
         return true
     }
 
-    private mutating func endField() {
-        if counted() { fields.append(field) }   // the separator counts, so a line of commas is bounded too
+    /// Ends a field at a separator (`counting`: the comma is one byte of the record, so a line of
+    /// commas is bounded too) or at the line's end (not counted: the limit is the record's bytes
+    /// without its line ending).
+    private mutating func endField(counting: Bool = true) {
+        if !counting || counted() { fields.append(field) }
         field.removeAll(keepingCapacity: true)
     }
 
     private mutating func endRow(_ emit: (Event) -> Void) {
         let blank = fields.isEmpty && field.isEmpty && rowError == nil
-        endField()
+        endField(counting: false)
         let row = fields
         let startLine = rowLine
         let error = rowError
