@@ -1,3 +1,4 @@
+import Foundation
 import Commands
 import Lifecycle
 import Sandbox
@@ -5,7 +6,7 @@ import Sandbox
 /// `siwa-jobs sandbox`: the local stand-in for appleid.apple.com, on a `ServiceGroup`. Prints
 /// one line to stdout (`sandbox listening on http://127.0.0.1:PORT`), with `--tls` two
 /// (`sandbox CA file: PATH` first, then `sandbox listening on https://127.0.0.1:PORT`), and
-/// serves until SIGTERM or SIGINT.
+/// serves until SIGTERM, SIGINT or SIGHUP.
 enum SandboxCommand: Command {
     private static let defaults = SandboxConfiguration()
 
@@ -70,7 +71,8 @@ enum SandboxCommand: Command {
         do { try server.start() } catch { throw ServiceUnavailable(what: "sandbox", error: error) }
         if let caFile = server.caFile { say("sandbox CA file: \(caFile)") }
         say("sandbox listening on \(server.baseURL)")
-        _ = try await ServiceGroup(services: [server], configuration: .init(clock: context.clock)).run()
+        // SIGHUP too: a terminal that closes stops it the same way (its throwaway CA directory goes).
+        _ = try await ServiceGroup(services: [server], configuration: .init(signals: [SIGTERM, SIGINT, SIGHUP], clock: context.clock)).run()
         return .success
     }
 
