@@ -77,28 +77,30 @@ enum AccountsExportCommand: Command {
         let team = try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
         let client = try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
         let path = arguments[out]
-        let handle: FileHandle
-        if path == "-" {
-            handle = .standardOutput
-        } else {
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                throw CommandFailure("--out '\(path)' cannot be created: \(String(cString: strerror(errno)).lowercased())"
-                    + (errno == EEXIST ? " (it exists; name a new file)" : ""))
-            }
-            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        // A new file, whole or not at all (`OutputFile`, published by link(2): never over a file).
+        func refusal(_ code: Int32) -> CommandFailure {
+            CommandFailure("--out '\(path)' cannot be created: \(String(cString: strerror(code)).lowercased())"
+                + (code == EEXIST ? " (it exists; name a new file)" : ""))
         }
+        if path != "-" && FileManager.default.fileExists(atPath: path) { throw refusal(EEXIST) }
+        let file: OutputFile?
+        do { file = path == "-" ? nil : try OutputFile(path: path, replacing: false) } catch { throw refusal(error.code) }
+        let handle = file?.handle ?? .standardOutput
         let chosen: AccountExporter.Format = arguments[format] == "csv" ? .csv : .jsonLines
-        let count = try await Transfer.withPool(context) { pool in
-            try await AccountExporter(pool: pool).export(teamID: team, clientID: client, format: chosen) { bytes in
-                try handle.write(contentsOf: Data(bytes))
+        let exported = await Result(catching: {
+            try await Transfer.withPool(context) { pool in
+                try await AccountExporter(pool: pool).export(teamID: team, clientID: client, format: chosen) { bytes in
+                    try handle.write(contentsOf: Data(bytes))
+                }
             }
-        }
-        if path == "-" {
-            complain("exported \(count) accounts of team \(team) client \(client)")
-        } else {
-            try handle.close()
+        })
+        if case .failure = exported { file?.discard() }
+        let count = try exported.get()
+        if let file {
+            do { try file.publish() } catch { throw refusal(error.code) }
             say("exported \(count) accounts of team \(team) client \(client) to \(path)")
+        } else {
+            complain("exported \(count) accounts of team \(team) client \(client)")
         }
         return .success
     }

@@ -24,21 +24,20 @@ enum ResultsExportCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let id = Int64(try arguments.required(job))
         let chosen = ResultsExporter.Format(rawValue: try arguments.required(format)) ?? .csv
-        let handle: FileHandle
+        // --out: whole or not at all, mode 0600 (`OutputFile`); a file already there is replaced only once the export is complete.
+        var file: OutputFile?
         if let path = arguments[out] {
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            guard fd >= 0 else { throw CommandFailure("cannot create '\(path)': \(String(cString: strerror(errno)))") }
-            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        } else {
-            handle = FileHandle.standardOutput
+            do { file = try OutputFile(path: path, replacing: true) } catch { throw CommandFailure(error.description) }
         }
         let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
         let written = await Result(catching: {
-            try await ResultsExporter(pool: pool, pageSize: arguments[pageSize]).export(jobID: id, outcomes: arguments[outcome], format: chosen, to: handle)
+            try await ResultsExporter(pool: pool, pageSize: arguments[pageSize])
+                .export(jobID: id, outcomes: arguments[outcome], format: chosen, to: file?.handle ?? .standardOutput)
         })
         await pool.close()
-        if arguments[out] != nil { try? handle.close() }
+        if case .failure = written { file?.discard() }
         let rows = try written.get()
+        do { try file?.publish() } catch { throw CommandFailure(error.description) }
         if let path = arguments[out] { complain("results export: \(rows) rows of job \(id) written to \(path)") }
         return .success
     }

@@ -52,14 +52,11 @@ public struct TransferCSVExporter: Sendable {
             throw EnqueueError(message: "\(missing) accounts of \(team)/\(client) have no transfer outcome for \(target) yet: "
                 + "let the export job finish (siwa-jobs transfer status --job \(jobID)), or pass --allow-incomplete")
         }
-        // A temporary file of this run only (O_EXCL, mode 0600), so two exports to one --out can
-        // never rename each other's half-written file into place.
-        let partial = path + ".partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else {
-            throw EnqueueError(message: "cannot create '\(partial)': \(String(cString: strerror(errno)))")
-        }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        // A file of this run only until it is whole (`OutputFile`): two exports to one --out never
+        // publish each other's half-written file, and a failure leaves `path` as it was.
+        let file: OutputFile
+        do { file = try OutputFile(path: path, replacing: overwrite) } catch { throw EnqueueError(message: error.description) }
+        let handle = file.handle
         var rows = 0
         do {
             try handle.write(contentsOf: Data("external_user_id,transfer_sub\n".utf8))
@@ -81,24 +78,12 @@ public struct TransferCSVExporter: Sendable {
                 try handle.write(contentsOf: Data(text.utf8))
                 rows += page.count
             }
-            try handle.close()
-            // Without overwrite, link(2) publishes the file only if `path` still does not exist;
-            // with it, rename(2) replaces a regular file atomically and refuses a directory.
-            // Nothing is ever deleted recursively.
-            if overwrite {
-                guard rename(partial, path) == 0 else {
-                    throw EnqueueError(message: "cannot move '\(partial)' to '\(path)': \(String(cString: strerror(errno)))")
-                }
-            } else {
-                guard link(partial, path) == 0 else {
-                    throw EnqueueError(message: "cannot create '\(path)': \(String(cString: strerror(errno))) (pass --force to replace a file)")
-                }
-                unlink(partial)
-            }
         } catch {
-            try? handle.close()
-            unlink(partial)
+            file.discard()
             throw error
+        }
+        do { try file.publish() } catch {
+            throw EnqueueError(message: error.description + (error.code == EEXIST ? " (pass --force to replace a file)" : ""))
         }
         return TransferExportFile(rows: rows, refused: refused, missing: missing, target: target)
     }
