@@ -14,7 +14,12 @@ import Testing
         let small = try await BinaryProcess.run(["enqueue", "noop", "--items", "200"], environment: env)
         #expect(large.stdout.contains("enqueued job 1 (noop) with 20000 items at priority 4"), "\(large)")
         #expect(small.stdout.contains("enqueued job 2 (noop) with 200 items at priority 4"), "\(small)")
-        let run = try await BinaryProcess.run(["work", "--drain", "--kinds", "noop", "--concurrency", "64"], environment: env)
+        // Claims of 128 split fairly put the small job's 200 items in its first four claims, beside
+        // at most about 256 of the large job's; 128 unwritten completions at most (`--max-unflushed`)
+        // bound what else can finish first. So the bound below holds by construction, not by timing
+        // (with the defaults, 1,088 completions could wait unwritten and CI once saw 1,016 ahead).
+        let run = try await BinaryProcess.run(["work", "--drain", "--kinds", "noop", "--concurrency", "64",
+                                               "--claim-batch", "128", "--max-unflushed", "128"], environment: env)
         #expect(run.status == 0, "\(run.stdout) \(run.stderr.suffix(1000))")
         let done: Int = try await db.scalar("SELECT count(*)::int FROM siwa.audit_log WHERE action = 'noop.done'")
         #expect(done == 20_200)
