@@ -13,32 +13,36 @@ import Testing
 
     private func names(_ dir: URL) throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() }
 
-    @Test func aPublishedFileIsWholeAndPrivateAndTheOldOneStaysUntilThen() throws {
+    /// A directory holding `name` with "old" in it, and an `OutputFile` replacing it that has
+    /// `written` so far; the directory is removed after `body`.
+    private func replacing(_ name: String, written: String, _ body: (URL, String, OutputFile) throws -> Void) throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("results.csv").path
+        let path = dir.appendingPathComponent(name).path
         try Data("old\n".utf8).write(to: URL(fileURLWithPath: path))
         let file = try OutputFile(path: path, replacing: true)
-        try file.handle.write(contentsOf: Data("new\n".utf8))
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == "old\n", "replaced only once published")
-        try file.publish()
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == "new\n")
-        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
-        #expect(try names(dir) == ["results.csv"], "no partial file left")
+        try file.handle.write(contentsOf: Data(written.utf8))
+        try body(dir, path, file)
+    }
+
+    @Test func aPublishedFileIsWholeAndPrivateAndTheOldOneStaysUntilThen() throws {
+        try replacing("results.csv", written: "new\n") { dir, path, file in
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == "old\n", "replaced only once published")
+            try file.publish()
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == "new\n")
+            #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+            #expect(try names(dir) == ["results.csv"], "no partial file left")
+        }
     }
 
     @Test func aDiscardedFileLeavesThePathAsItWas() throws {
-        let dir = try directory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let kept = dir.appendingPathComponent("kept.csv").path
-        try Data("old\n".utf8).write(to: URL(fileURLWithPath: kept))
-        let file = try OutputFile(path: kept, replacing: true)
-        try file.handle.write(contentsOf: Data("half".utf8))
-        file.discard()
-        #expect(try String(contentsOfFile: kept, encoding: .utf8) == "old\n")
-        let fresh = try OutputFile(path: dir.appendingPathComponent("never.csv").path, replacing: false)
-        fresh.discard()
-        #expect(try names(dir) == ["kept.csv"])
+        try replacing("kept.csv", written: "half") { dir, path, file in
+            file.discard()
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == "old\n")
+            let fresh = try OutputFile(path: dir.appendingPathComponent("never.csv").path, replacing: false)
+            fresh.discard()
+            #expect(try names(dir) == ["kept.csv"])
+        }
     }
 
     @Test func withoutReplacingAnExistingPathIsRefusedAtPublish() throws {
