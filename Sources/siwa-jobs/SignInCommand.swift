@@ -44,10 +44,8 @@ enum SignInCommand: Command {
             throw CommandFailure("--identity-token-file \(path == "-" ? "(stdin)" : "'\(path)'"): empty; it should hold the "
                 + "identity token, a compact JWT", kind: .refusedInput)
         }
-        let authorizationCode = try arguments.required(code)
-        guard !authorizationCode.trimmingCharacters(in: .whitespaces).isEmpty else { throw arguments.usageError("--code: empty") }
         var request = SignInRequest(teamID: team, clientID: client, identityToken: identityToken,
-                                    code: authorizationCode, nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
+                                    code: try arguments.required(code), nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
                                     redirectURI: arguments[redirectURI])
         request.externalUserID = arguments[externalUserID]
         request.name = arguments[name]

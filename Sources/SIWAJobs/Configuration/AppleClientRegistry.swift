@@ -10,7 +10,7 @@ public struct AppleClientRegistry: Sendable {
     public let pairs: [TeamClient]
 
     /// One team and client the registry holds credentials for.
-    public struct TeamClient: Sendable, Equatable, Encodable {
+    public struct TeamClient: Sendable, Hashable, Encodable {
         public let teamID: String, clientID: String
         enum CodingKeys: String, CodingKey { case teamID = "team_id", clientID = "client_id" }
     }
@@ -19,10 +19,8 @@ public struct AppleClientRegistry: Sendable {
         var map: [String: AppleIDClient] = [:]
         for entry in clients { map[Self.key(entry.teamID, entry.client.clientID)] = entry.client }
         self.clients = map
-        self.pairs = Set(clients.map { Self.key($0.teamID, $0.client.clientID) }).sorted().map { key in
-            let parts = key.split(separator: "\u{1F}", omittingEmptySubsequences: false)
-            return TeamClient(teamID: String(parts[0]), clientID: String(parts[1]))
-        }
+        self.pairs = Set(clients.map { TeamClient(teamID: $0.teamID, clientID: $0.client.clientID) })
+            .sorted { ($0.teamID, $0.clientID) < ($1.teamID, $1.clientID) }
     }
 
     /// The jobs this registry can run (`Queue.JobScope`): a job whose spec names a `team_id` is
