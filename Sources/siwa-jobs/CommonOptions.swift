@@ -2,10 +2,15 @@ import Commands
 
 /// Options several commands share, declared once.
 enum CommonOptions {
-    static let teamID = Declare.option("team-id", "T", .string, help: "the team ID", environment: ["SIWA_TEAM_ID"])
+    /// A team ID or key ID given by flag is checked by the parser: a malformed one is a usage error
+    /// naming the flag (exit 64). The same values from the environment are configuration (78).
+    static let teamIDValue = ValueType<String>.appleTenCharacterID("Team ID", from: "copy it from the team's membership page")
+    static let keyIDValue = ValueType<String>.appleTenCharacterID("key ID", from: "the <kid> of AuthKey_<kid>.p8")
+    static let teamID = Declare.option("team-id", "T", teamIDValue, help: "the team ID", environment: ["SIWA_TEAM_ID"])
     static let clientID = Declare.option("client-id", "C", .string, help: "the client ID (App ID or Services ID)",
                                          environment: ["SIWA_CLIENT_ID"])
-    static let keyID = Declare.option("key-id", "K", .string, help: "the key ID (kid) of the .p8 key", environment: ["SIWA_KEY_ID"])
+    static let keyID = Declare.option("key-id", "K", keyIDValue, help: "the key ID (kid) of the .p8 key",
+                                     environment: ["SIWA_KEY_ID"])
     static let keyFile = Declare.option("key-file", "FILE", .string, help: "path of the team's .p8 key",
                                         environment: ["SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"])
     static let createdBy = Declare.option("created-by", "NAME", .string, help: "recorded as the job's creator",

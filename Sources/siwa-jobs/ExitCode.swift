@@ -116,6 +116,8 @@ struct ExitCode: Equatable, Sendable {
             return (.noInput, ["\(error)"])
         case let error as ServiceUnavailable:
             return (.unavailable, ["\(error.what): \(error.error)"])
+        case let error as SandboxAdminClientError where error.unreachable:
+            return (.unavailable, ["\(error)"])
         case let error as TokenVerification.Failure:
             return of(error)
         case let error as DatabaseError:

@@ -7,7 +7,7 @@ import SIWACrypto
 /// and demos; production keys come from the Apple developer portal). `keygen --token-key` prints
 /// (or, with `--out`, writes) a new 32-byte token encryption key as hex.
 enum KeygenCommand: Command {
-    static let out = Declare.option("out", "FILE", .string, help: "where to write the key (mode 0600); required for a .p8 key")
+    static let out = Declare.option("out", "FILE", .filePath, help: "where to write the key (mode 0600); required for a .p8 key")
     static let tokenKey = Declare.switch("token-key", help: "make a 32-byte token encryption key (hex) instead of a .p8 key")
     static let force = Declare.switch("force", help: "replace an existing file")
 

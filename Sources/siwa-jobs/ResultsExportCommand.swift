@@ -10,7 +10,7 @@ enum ResultsExportCommand: Command {
     static let outcome = Declare.repeated("outcome", "O", .string, help: "only results with this outcome")
     static let format = Declare.option("format", "F", .choice(ResultsExporter.Format.allCases.map(\.rawValue)),
                                        help: "csv (with a header line) or jsonl (one JSON object a line)", required: true)
-    static let out = Declare.option("out", "FILE", .string, help: "write here (created with mode 0600, replaced if it exists)",
+    static let out = Declare.option("out", "FILE", .string, help: "write here (created with mode 0600, replaced if it exists); - is standard output",
                                     defaultText: "stdout")
     static let pageSize = Declare.value("page-size", "N", .integer(in: 1...100_000), default: 5_000,
                                         help: "results read per query (memory stays bounded by one page)")
@@ -26,7 +26,8 @@ enum ResultsExportCommand: Command {
         let chosen = ResultsExporter.Format(rawValue: try arguments.required(format)) ?? .csv
         // --out: whole or not at all, mode 0600 (`OutputFile`); a file already there is replaced only once the export is complete.
         var file: OutputFile?
-        if let path = arguments[out] {
+        let path = arguments[out].flatMap { $0 == "-" ? nil : $0 }
+        if let path {
             do { file = try OutputFile(path: path, replacing: true) } catch { throw CommandFailure(error.description) }
         }
         let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
@@ -38,7 +39,7 @@ enum ResultsExportCommand: Command {
         if case .failure = written { file?.discard() }
         let rows = try written.get()
         do { try file?.publish() } catch { throw CommandFailure(error.description) }
-        if let path = arguments[out] { complain("results export: \(rows) rows of job \(id) written to \(path)") }
+        if let path { complain("results export: \(rows) rows of job \(id) written to \(path)") }
         return .success
     }
 }

@@ -8,7 +8,7 @@ enum SeedCommand: Command {
     static let accounts = Declare.option("accounts", "N", .integer(in: 1...10_000_000), help: "how many accounts", required: true)
     static let revokedFraction = Declare.value("revoked-fraction", "F", .fraction, default: 0.03,
                                                help: "share of tokens the sandbox treats as revoked")
-    static let sandbox = Declare.option("sandbox", "URL", .string, help: "the sandbox's base URL (required unless set in the environment)",
+    static let sandbox = Declare.option("sandbox", "URL", .httpURL, help: "the sandbox's base URL (required unless set in the environment)",
                                         environment: ["SIWA_APPLE_BASE_URL"])
     static let prefix = Declare.value("prefix", "P", .string, default: "user", help: "prefix of the accounts' external_user_id")
 

@@ -5,7 +5,8 @@ import SIWAJobs
 
 /// `siwa-jobs transfer export`: plan the sending team's side of an app transfer.
 enum TransferExportCommand: Command {
-    static let target = Declare.option("target", "B", .string, help: "the RECIPIENT's 10-character Team ID (never your own)",
+    static let target = Declare.option("target", "B", CommonOptions.teamIDValue,
+                                       help: "the RECIPIENT's 10-character Team ID (never your own)",
                                        required: true)
     static let canary = Declare.value("canary", "N", .integer(in: 0...100_000), default: Enqueuer.defaultCanary,
                                       help: "items planned first; the rest is planned when they succeed (0: all at once)")
@@ -41,7 +42,7 @@ enum TransferExportCommand: Command {
 /// `siwa-jobs transfer export-csv`: write the hand-off file for the recipient.
 enum TransferExportCSVCommand: Command {
     static let job = Declare.option("job", "N", .integer(in: 1...Int.max), help: "the export job", required: true)
-    static let out = Declare.option("out", "FILE", .string, help: "the file to write (app user id and transfer_sub only)",
+    static let out = Declare.option("out", "FILE", .filePath, help: "the file to write (app user id and transfer_sub only)",
                                     required: true)
     static let allowIncomplete = Declare.switch("allow-incomplete", help: "write even though items are not finished yet")
     static let force = Declare.switch("force", help: "replace an existing file")
@@ -66,7 +67,8 @@ enum TransferExportCSVCommand: Command {
 /// `siwa-jobs transfer import-csv FILE`: validate and load a hand-off file (team B).
 enum TransferImportCSVCommand: Command {
     static let file = Declare.argument("FILE", .string, help: "the hand-off CSV from the sending team (- reads standard input)")
-    static let sourceTeamID = Declare.option("source-team-id", "A", .string, help: "the sending team's ID, when known")
+    static let sourceTeamID = Declare.option("source-team-id", "A", CommonOptions.teamIDValue,
+                                             help: "the sending team's ID, when known")
 
     static let spec = CommandSpec(
         "import-csv", abstract: "validate and load a hand-off file in one transaction (team B)",

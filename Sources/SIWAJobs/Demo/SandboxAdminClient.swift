@@ -91,7 +91,7 @@ public struct SandboxAdminClient: Sendable {
         do {
             response = try await transport.send(request)
         } catch {
-            throw SandboxAdminClientError(message: "sandbox at \(baseURL) unreachable: \(error)")
+            throw SandboxAdminClientError(message: "sandbox at \(baseURL) unreachable: \(error)", unreachable: true)
         }
         guard (200..<300).contains(response.status) else {
             throw SandboxAdminClientError(message: "sandbox \(request.method) \(request.url) answered \(response.status): "
@@ -104,5 +104,8 @@ public struct SandboxAdminClient: Sendable {
 
 public struct SandboxAdminClientError: Error, CustomStringConvertible, Sendable {
     public let message: String
+    /// True when no answer came back at all (refused, reset, timed out, a TLS failure): the CLI
+    /// exits 69 (a service is unavailable) rather than 70.
+    public var unreachable = false
     public var description: String { message }
 }

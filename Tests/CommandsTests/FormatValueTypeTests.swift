@@ -1,0 +1,49 @@
+import Commands
+import Testing
+
+/// The shapes the parser checks for Apple identifiers, URLs and output paths: a malformed value is a
+/// usage error naming the flag (exit 64), before any database or network call.
+@Suite struct FormatValueTypeTests {
+    static let teamID = ValueType<String>.appleTenCharacterID("Team ID", from: "copy it from the team's membership page")
+
+    @Test(arguments: ["ABCDE12345", "0000000000", "ZZZZZZZZZZ"])
+    func tenCharacterIDsAreAccepted(_ text: String) throws {
+        #expect(try Self.teamID(text) == text)
+    }
+
+    @Test(arguments: ["abcde12345", "ABCDE1234", "ABCDE123456", "ABCDE 1234", "ABCDE-1234", "ÄBCDE12345", "ABCDE1234\n"])
+    func malformedIDsSayWhatWasExpected(_ text: String) {
+        #expect(throws: ValueError(expected: "a 10-character Apple Team ID (A-Z and 0-9; copy it from the team's membership page)")) {
+            try Self.teamID(text)
+        }
+    }
+
+    @Test(arguments: [("http://127.0.0.1:8080", "http://127.0.0.1:8080"), ("https://localhost/", "https://localhost"),
+                      ("HTTP://127.0.0.1:1/base", "HTTP://127.0.0.1:1/base")])
+    func httpURLsAreAcceptedWithoutATrailingSlash(_ text: String, _ value: String) throws {
+        #expect(try ValueType<String>.httpURL(text) == value)
+    }
+
+    @Test(arguments: ["ftp://x", "http://", "notaurl", "127.0.0.1:8080", "http:///path", "http://h/?q=1", "http://h/#f"])
+    func otherURLsAreRefused(_ text: String) {
+        #expect(throws: ValueError(expected: "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")) {
+            try ValueType<String>.httpURL(text)
+        }
+    }
+
+    @Test func aFilePathIsNotStandardOutput() throws {
+        #expect(try ValueType<String>.filePath("out.csv") == "out.csv")
+        #expect(try ValueType<String>.filePath("./-") == "./-", "a file really named - is still reachable")
+        #expect(throws: ValueError(expected: "a file path (this output cannot go to standard output)")) {
+            try ValueType<String>.filePath("-")
+        }
+        #expect(throws: ValueError(expected: "a value", kind: .empty)) { try ValueType<String>.filePath(" ") }
+    }
+
+    @Test func theParserNamesTheFlag() {
+        let team = Declare.option("team-id", "T", Self.teamID, help: "the team ID")
+        let parser = CommandParser(root: CommandSpec("x", abstract: "", options: [team]))
+        #expect(throws: UsageError("--team-id: expected a 10-character Apple Team ID (A-Z and 0-9; copy it from the team's "
+                                   + "membership page), got 'abc'")) { try parser.parse(["--team-id", "abc"]) }
+    }
+}

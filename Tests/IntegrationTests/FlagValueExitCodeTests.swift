@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// Through the binary: a malformed flag value is a usage error naming the flag (64) in every
+/// command, while the same value from the environment is a configuration error (78); `-` is
+/// standard output where a command can stream, and refused where the output must be a file; a
+/// sandbox that does not answer is a service unavailable (69), not an internal error (70).
+@Suite struct FlagValueExitCodeTests {
+    @Test func malformedFlagValuesAreUsageErrorsInEveryCommand() async throws {
+        let db = try await TestDatabase.create()
+        let runs: [([String], String)] = [
+            (["enqueue", "refresh-validation", "--team-id", "abc"], "--team-id: expected a 10-character Apple Team ID"),
+            (["accounts", "import", "--team-id", "abc", "--client-id", "com.example.x", "/dev/null"], "--team-id: expected"),
+            (["client-secret", "--key-id", "abc"], "--key-id: expected a 10-character Apple key ID"),
+            (["transfer", "export", "--target", "teamb12345", "--transfer-date", "2026-01-01"], "--target: expected"),
+            (["status", "--sandbox", "ftp://x"], "--sandbox: expected an http:// or https:// URL"),
+            (["seed", "--accounts", "1", "--sandbox", "127.0.0.1:8080"], "--sandbox: expected an http:// or https:// URL"),
+            (["transfer", "export-csv", "--job", "1", "--out", "-"], "--out: expected a file path"),
+            (["keygen", "--out", "-"], "--out: expected a file path"),
+        ]
+        for (arguments, message) in runs {
+            let run = try await BinaryProcess.run(arguments, environment: db.environment)
+            #expect(run.status == 64 && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
+        }
+        var environment = db.environment
+        environment["SIWA_TEAM_ID"] = "abc"
+        let fromEnvironment = try await BinaryProcess.run(["enqueue", "refresh-validation"], environment: environment)
+        #expect(fromEnvironment.status == 78 && fromEnvironment.stderr.contains("SIWA_TEAM_ID / --team-id 'abc' is not a team ID"),
+                "\(fromEnvironment.stderr)")
+        #expect(try await db.scalar("SELECT count(*)::int FROM siwa.jobs", as: Int.self) == 0)
+        await db.drop()
+    }
+
+    @Test func resultsGoToStandardOutputForDashAndAnUnansweredSandboxIsUnavailable() async throws {
+        let db = try await TestDatabase.create()
+        var environment = db.environment
+        #expect(try await BinaryProcess.run(["enqueue", "noop", "--items", "3"], environment: environment).status == 0)
+        #expect(try await BinaryProcess.run(["work", "--drain"], environment: environment).status == 0)
+        let job = try await db.scalar("SELECT max(id)::int FROM siwa.jobs", as: Int.self)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flag-values-\(job)-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let words = [BinaryProcess.binaryPath, "results", "export", "--job", "\(job)", "--format", "csv", "--out", "-"]
+        let exported = try await ShellScript.run("cd '\(directory.path)' && exec " + words.map { "'\($0)'" }.joined(separator: " "),
+                                                 environment: environment)
+        #expect(exported.status == 0 && exported.stdout.split(separator: "\n").count == 4, "\(exported.stdout) \(exported.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("-").path), "no file named -")
+        // Nothing listens on port 1 of the loopback: the job's line is printed, then 69.
+        environment["SIWA_TEAM_ID"] = "TEAM000001"
+        environment["SIWA_CLIENT_ID"] = "com.example.x"
+        let status = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"], environment: environment)
+        #expect(status.status == 69 && status.stdout.contains("job \(job) noop")
+                && status.stderr.contains("sandbox at http://127.0.0.1:1 unreachable"), "\(status.status) \(status.stderr)")
+        await db.drop()
+    }
+}
