@@ -50,8 +50,11 @@ enum AccountsImportCommand: Command {
         if !arguments[json] {
             let changes = report.changed == 0 ? "0 rows changed (every account already held these values)"
                 : "\(report.inserted) inserted, \(report.updated) updated, \(report.unchanged) unchanged"
-            say("imported \(report.rows) rows from \(name) into team \(team) client \(client): \(changes); "
-                + "\(report.tokensSealed) refresh tokens encrypted")
+            // Rejected rows (--rejects) are not counted as imported: "imported 6 of 10 rows".
+            let imported = report.rejected > 0 ? "\(report.rows - report.rejected) of \(counted(report.rows, "row"))"
+                : counted(report.rows, "row")
+            say("imported \(imported) from \(name) into team \(team) client \(client): \(changes); "
+                + "\(counted(report.tokensSealed, "refresh token")) encrypted")
             if let out = arguments[rejects], report.rejected > 0 {
                 say("\(counted(report.rejected, "row")) rejected, written with their reasons to \(out)")
             }
