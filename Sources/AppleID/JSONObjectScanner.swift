@@ -1,5 +1,5 @@
 /// A top-level member's value in one of Apple's JSON answers, as `JSONObjectScanner` keeps it.
-enum JSONMemberValue: Sendable, Equatable {
+public enum JSONMemberValue: Sendable, Equatable {
     /// A string, its escapes decoded.
     case string(String)
     /// A number, its text exactly as sent (checked against RFC 8259 §6; read by `LenientJSON`).
@@ -12,26 +12,26 @@ enum JSONMemberValue: Sendable, Equatable {
 
 /// The top-level members of a JSON object, in arrival order. A key sent twice reads as its last
 /// value (as `JSONSerialization`'s dictionary did).
-struct JSONObjectMembers: Sendable, Equatable {
-    var members: [(key: String, value: JSONMemberValue)] = []
+public struct JSONObjectMembers: Sendable, Equatable {
+    public var members: [(key: String, value: JSONMemberValue)] = []
 
     /// The value of `key` (its last occurrence), nil when absent. A linear search: Apple's answers
     /// hold a handful of members, fewer than a dictionary's hashing would pay for.
-    subscript(key: String) -> JSONMemberValue? {
+    public subscript(key: String) -> JSONMemberValue? {
         members.last { $0.key == key }?.value
     }
 
-    static func == (a: JSONObjectMembers, b: JSONObjectMembers) -> Bool {
+    public static func == (a: JSONObjectMembers, b: JSONObjectMembers) -> Bool {
         a.members.elementsEqual(b.members) { $0.key == $1.key && $0.value == $1.value }
     }
 }
 
 /// Why a body is not a JSON object: the byte offset where reading stopped and what was wrong
 /// there. Never quotes the body (success bodies carry tokens).
-struct JSONScanError: Error, Equatable, CustomStringConvertible {
-    let offset: Int
-    let reason: String
-    var description: String { "\(reason) at byte \(offset)" }
+public struct JSONScanError: Error, Equatable, CustomStringConvertible {
+    public let offset: Int
+    public let reason: String
+    public var description: String { "\(reason) at byte \(offset)" }
 }
 
 /// A strict reader of the JSON object Apple answers with (RFC 8259), in place of Foundation's
@@ -42,13 +42,13 @@ struct JSONScanError: Error, Equatable, CustomStringConvertible {
 /// the RFC's grammar exactly (no trailing commas, comments, single quotes, leading zeros, `NaN`),
 /// whitespace only around the object, nesting at most `maxDepth` deep. Anything else throws
 /// `JSONScanError`; no input can make it crash or read outside the body.
-enum JSONObjectScanner {
+public enum JSONObjectScanner {
     /// The deepest nesting accepted (the top-level object is depth 1).
     static let maxDepth = 64
 
     /// The members of the JSON object that is the whole of `body`.
     /// - Throws: `JSONScanError` when `body` is not exactly one well-formed JSON object.
-    static func members(of body: [UInt8]) throws(JSONScanError) -> JSONObjectMembers {
+    public static func members(of body: [UInt8]) throws(JSONScanError) -> JSONObjectMembers {
         let result: Result<JSONObjectMembers, JSONScanError> = body.withUnsafeBufferPointer { buffer in
             var reader = Reader(bytes: buffer)
             do throws(JSONScanError) {

@@ -97,6 +97,25 @@ import Testing
         ])
     }
 
+    /// A field given twice in one object is refused by line and field (a CSV header naming a column
+    /// twice is refused too), and so are values that are not strings, booleans, integers or null.
+    @Test(arguments: [1, 1 << 20])
+    func aJSONFieldGivenTwiceIsRefused(chunk: Int) throws {
+        let text = #"{"external_user_id":"u1","sub":"s1","sub":"s1-other"}"# + "\n"
+            + #"{"external_user_id":"u2","sub":"s2","is_private_email":false,"is_private_email":true}"# + "\n"
+            + #"{"external_user_id":"u3","sub":"s3","email":{"nested":true}}"# + "\n"
+            + #"{"external_user_id":1.5,"sub":"s4"}"# + "\n"
+            + #"{"external_user_id":"u5","sub":"s5","email":null}"# + "\n"
+        let result = try Self.read(text, chunk: chunk)
+        #expect(result.rows.map(\.externalUserID) == ["u5"])
+        #expect(result.errors == [
+            "line 1: sub: is given more than once in the object",
+            "line 2: is_private_email: is given more than once in the object",
+            "line 3: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
+            "line 4: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
+        ])
+    }
+
     /// A line longer than a record may be is refused by line, and the rows after it still load:
     /// an unquoted field, a quoted one spanning lines, a line of separators, a JSON line.
     @Test(arguments: [7, 1 << 20])

@@ -1,3 +1,4 @@
+import AppleID
 import Foundation
 import SIWACore
 
@@ -38,7 +39,6 @@ struct AccountFileReader {
     private var jsonLine = 1
     private var sawByteOrderMark = false
     private var pending = Batch()
-    private let decoder = JSONDecoder()
     private var finished = false
 
     init(input: InputFile) {
@@ -211,34 +211,32 @@ struct AccountFileReader {
         var bytes = raw[...]
         while let last = bytes.last, [0x20, 0x09, 0x0D].contains(last) { bytes.removeLast() }
         guard bytes.contains(where: { ![0x20, 0x09].contains($0) }) else { return }
-        guard let object = try? decoder.decode([String: JSONField].self, from: Data(bytes)) else {
-            pending.errors.append(ImportRowError(line: line, field: nil, reason: "not a JSON object of strings, booleans and integers "
-                + "(JSON lines: one object per line)"))
-            return
-        }
-        if let unknown = object.keys.sorted().first(where: { !AccountColumns.all.contains($0) }) {
+        // The strict RFC 8259 reader Apple's answers go through: it keeps every member in order, so
+        // a field given twice is refused (as a CSV header naming a column twice is) instead of one
+        // value silently winning.
+        let notAnObject = ImportRowError(line: line, field: nil,
+                                          reason: "not a JSON object of strings, booleans and integers (JSON lines: one object per line)")
+        guard let object = try? JSONObjectScanner.members(of: Array(bytes)) else { return pending.errors.append(notAnObject) }
+        if let unknown = object.members.map(\.key).sorted().first(where: { !AccountColumns.all.contains($0) }) {
             pending.errors.append(ImportRowError(line: line, field: nil, reason: "unknown field '"
                 + CSVRecordParser.escaped(Array(unknown.utf8), limit: 40) + "' (fields: \(AccountColumns.all.joined(separator: ", ")))"))
             return
         }
-        append(AccountColumns.check(object.compactMapValues(\.value), line: line))
-    }
-}
-
-/// One JSON value of an import line: a string or an integer as text, a boolean, or null.
-private struct JSONField: Decodable {
-    let value: AccountColumns.Value?
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            value = nil
-        } else if let flag = try? container.decode(Bool.self) {
-            value = .bool(flag)
-        } else if let text = try? container.decode(String.self) {
-            value = .text(Array(text.utf8))
-        } else {
-            value = .text(Array(String(try container.decode(Int64.self)).utf8))
+        var fields: [String: AccountColumns.Value] = [:], seen: Set<String> = []
+        for (key, member) in object.members {
+            guard seen.insert(key).inserted else {
+                return pending.errors.append(ImportRowError(line: line, field: key, reason: "is given more than once in the object"))
+            }
+            switch member {
+            case .null: continue
+            case .bool(let flag): fields[key] = .bool(flag)
+            case .string(let text): fields[key] = .text(Array(text.utf8))
+            case .number(let text):
+                guard let integer = Int64(text) else { return pending.errors.append(notAnObject) }
+                fields[key] = .text(Array(String(integer).utf8))
+            case .nested: return pending.errors.append(notAnObject)
+            }
         }
+        append(AccountColumns.check(fields, line: line))
     }
 }
