@@ -36,6 +36,12 @@ extension CommandParser {
                 values[name, default: []].append(true)
                 continue
             }
+            // A value option given twice is refused rather than the last one silently winning
+            // (`--team-id A ... --team-id B` in a cron line); the values are not echoed, as one
+            // may be a secret (`--code`). Repeatable options keep every value.
+            guard option.isRepeatable || values[name] == nil else {
+                throw fail("--\(name) is given more than once; give it once")
+            }
             let text: String
             if let inline {
                 text = inline

@@ -28,9 +28,14 @@ import Testing
         #expect(a[F.drain] && a.isGiven(F.concurrency))
     }
 
-    @Test func theLastValueOfARepeatedOptionWins() throws {
-        let a = try #require(try F.parse(["work", "--concurrency", "8", "--concurrency=9"]))
-        #expect(a[F.concurrency] == 9)
+    /// A value option given twice is refused (no value silently wins); a switch given twice is
+    /// still on.
+    @Test func aValueOptionGivenTwiceIsRefusedAndASwitchTwiceIsOn() throws {
+        #expect(throws: UsageError("--concurrency is given more than once; give it once", commandPath: ["work"])) {
+            try F.parser.parse(["work", "--concurrency", "8", "--concurrency=9"])
+        }
+        let a = try #require(try F.parse(["work", "--drain", "--concurrency", "8", "--drain"]))
+        #expect(a[F.drain] && a[F.concurrency] == 8)
     }
 
     @Test func repeatableOptionsKeepEveryValueInOrder() throws {

@@ -23,6 +23,8 @@ import Testing
         (["work", "--team-id", ""], "--team-id: empty value"),
         (["work", "--team-id", "  "], "--team-id: empty value"),
         (["work", "extra"], "work: unexpected argument 'extra'"),
+        (["work", "--team-id", "A", "--concurrency", "8", "--team-id", "B"], "--team-id is given more than once; give it once"),
+        (["work", "--concurrency=8", "--concurrency", "8"], "--concurrency is given more than once; give it once"),
         (["transfer", "load", "f"], "transfer load: --job N is required"),
         (["transfer", "load", "--job", "1"], "transfer load: FILE is required"),
         (["transfer", "load", "--job", "1", "f", "11"], "transfer load: COUNT: expected a whole number from 1 to 10, got '11'"),
