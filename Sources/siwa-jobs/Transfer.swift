@@ -6,7 +6,11 @@ import SIWAJobs
 /// by the queue (e.g. a job already active) or nothing found; 65 refused data (bad target,
 /// closed window, invalid CSV: its bad lines are listed, the first 100); 66 an unreadable file; 64 usage.
 enum Transfer {
-    static let transferDate = Declare.option("transfer-date", "YYYY-MM-DD", .string,
+    /// A malformed date is a usage error naming the flag (64); a real date outside the window is
+    /// refused data (65, `TransferWindow`).
+    static let transferDate = Declare.option("transfer-date", "YYYY-MM-DD",
+                                             .custom("a date as YYYY-MM-DD (UTC), the day the recipient team accepted the "
+                                                     + "app transfer") { (try? TransferWindow(day: $0)) == nil ? nil : $0 },
                                              help: "the day the app transfer is (or was) accepted; the window closes 60 days later",
                                              required: true)
     static let environment = [EnvironmentDocs.database, EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2],

@@ -40,6 +40,10 @@ import Testing
             #expect(run.status == 64 && run.stderr.contains("--\(field): expected a 10-character Apple Team ID"),
                     "\(team) \(source): \(run.stderr)")
         }
+        // The recipient's own ID as the source is named as such, not with the export's wording.
+        let ownSource = try await importCSV(world, path, team: W.teamB, source: W.teamB)
+        #expect(ownSource.status == 65 && ownSource.stderr.contains("refused: source-team-id \(W.teamB) is the importing team itself"),
+                "\(ownSource.stderr)")
         let jobs: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.jobs")
         let imports: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.transfer_imports")
         #expect(jobs == 0 && imports == 0)

@@ -16,13 +16,15 @@ import Testing
     @Test func targetEqualToOwnTeamOrMalformedFailsBeforeAnyAppleCall() async throws {
         let world = try await W.create()
         _ = try await world.seedSender(count: 50)
-        for target in [W.teamA, "teamb67890", "TEAMB6789", "TEAMB67890X", "TEAM-67890"] {
+        // A malformed target is a usage error naming the flag (64), from the parser.
+        for target in ["teamb67890", "TEAMB6789", "TEAMB67890X", "TEAM-67890"] {
             let run = try await world.run(Self.exportArgs(world, target: target))
-            #expect(run.status == 65, "\(target): \(run.stderr)")
-            #expect(run.stderr.contains("refused: target"), "\(run.stderr)")
+            #expect(run.status == 64 && run.stderr.contains("--target: expected a 10-character Apple Team ID"), "\(target): \(run.stderr)")
         }
+        // The sending team's own ID is well formed, and refused as data (65).
         let own = try await world.run(Self.exportArgs(world, target: W.teamA))
-        #expect(own.stderr.contains("is the sending team itself"))
+        #expect(own.status == 65 && own.stderr.contains("refused: target") && own.stderr.contains("is the sending team itself"),
+                "\(own.stderr)")
         let jobs: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.jobs")
         #expect(jobs == 0)
         // A job that bypassed the enqueue check (written by hand) is refused by the worker, still before any call.

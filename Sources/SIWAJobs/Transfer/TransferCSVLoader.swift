@@ -58,7 +58,10 @@ public struct TransferCSVLoader: Sendable {
         try TransferTarget.validateTeamID(teamID, field: "team-id")
         if let sourceTeamID {
             try TransferTarget.validateTeamID(sourceTeamID, field: "source-team-id")
-            try TransferTarget.validate(teamID, sender: sourceTeamID)
+            guard sourceTeamID != teamID else {
+                throw TransferRuleError(message: "source-team-id \(sourceTeamID) is the importing team itself (--team-id): a "
+                    + "hand-off file comes from the team that sent the app; give that team's ID, or leave --source-team-id out")
+            }
         }
         let window = try TransferWindow(day: transferDate)
         let now = clock.now
