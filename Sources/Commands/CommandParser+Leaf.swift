@@ -70,7 +70,7 @@ extension CommandParser {
             }
         }
         if positionals.count > command.arguments.count {
-            throw fail("\(where_): unexpected argument '\(positionals[command.arguments.count])'")
+            throw fail("\(where_): unexpected argument \(Self.shownArgument(positionals[command.arguments.count]))")
         }
         if let missing = command.options.first(where: { $0.isRequired && values[$0.name] == nil }) {
             throw fail("\(where_): \(missing.label) is required")
@@ -81,7 +81,24 @@ extension CommandParser {
     static func message(for error: ValueError, label: String, text: String) -> String {
         switch error.kind {
         case .empty: "\(label): empty value"
-        case .invalid: "\(label): expected \(error.expected), got '\(text)'"
+        case .invalid: "\(label): expected \(error.expected), got \(shown(error.redacted ?? text))"
         }
+    }
+
+    /// A refused value as the message quotes it: control characters escaped (a newline or an
+    /// escape sequence never reaches the terminal raw) and at most 60 characters.
+    static func shown(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars.prefix(60) {
+            out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return "'\(out)'" + (text.unicodeScalars.count > 60 ? "... (\(text.unicodeScalars.count) characters)" : "")
+    }
+
+    /// An argument nobody expected, quoted only when short: a long one is more likely a token or an
+    /// authorization code pasted in the wrong place, and is described instead of echoed.
+    static func shownArgument(_ text: String) -> String {
+        text.unicodeScalars.count <= 32 ? shown(text)
+            : "of \(text.unicodeScalars.count) characters (not shown: it may be a token or a code; options start with --)"
     }
 }

@@ -33,8 +33,13 @@ public struct ValueError: Error, Sendable, Equatable {
     /// E.g. `a whole number from 1 to 4096`.
     public var expected: String
 
-    public init(expected: String, kind: Kind = .invalid) {
+    /// The value as the message may show it, when the value itself must not be (e.g. a URL with
+    /// its password replaced by `***`); nil shows the value.
+    public var redacted: String?
+
+    public init(expected: String, kind: Kind = .invalid, redacted: String? = nil) {
         self.kind = kind
         self.expected = expected
+        self.redacted = redacted
     }
 }

@@ -25,8 +25,18 @@ extension ValueType where Value == String {
         ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
             guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
             let expected = "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080"
-            guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            let components = URLComponents(string: text)
+            if let components, components.user != nil || components.password != nil {
+                // Never echoed: the value may hold a password.
+                var shown = components
+                shown.user = "***"
+                shown.password = nil
+                throw ValueError(expected: "an http:// or https:// URL without a user name or password",
+                                 redacted: shown.string ?? "(not shown)")
+            }
+            guard let components, let scheme = components.scheme?.lowercased(),
                   ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty,
+                  (components.port ?? 0) >= 0, (components.port ?? 0) <= 65535,
                   components.query == nil, components.fragment == nil else {
                 throw ValueError(expected: expected)
             }

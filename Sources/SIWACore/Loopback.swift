@@ -45,6 +45,19 @@ public enum Loopback {
         return (scheme, host.lowercased())
     }
 
+    /// `url` with any `user[:password]@` of its authority replaced by `***@`, for messages: a
+    /// password in a URL never reaches a log or an error.
+    public static func redactingUserInfo(_ url: String) -> String {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
+        let start = url.index(colon, offsetBy: 3)
+        let authority = url[start...].prefix { !"/?#".contains($0) }
+        guard let at = authority.lastIndex(of: "@") else { return url }
+        return String(url[..<start]) + "***" + String(url[at...])
+    }
+
+    /// True when `url`'s authority holds a `user[:password]@` part.
+    public static func hasUserInfo(_ url: String) -> Bool { redactingUserInfo(url) != url }
+
     /// True when `url` may be fetched: `https://` to any host, or `http://` to a loopback host.
     public static func allowsPlainOrSecure(_ url: String) -> Bool {
         guard let (scheme, host) = schemeAndHost(of: url) else { return false }

@@ -7,7 +7,7 @@ import SIWAJobs
 /// (`AccountImporter`).
 enum AccountsImportCommand: Command {
     static let file = Declare.argument("FILE", .string, help: "CSV with a header, or JSON lines (- reads standard input)")
-    static let rejects = Declare.option("rejects", "FILE", .string,
+    static let rejects = Declare.option("rejects", "FILE", .filePath,
                                         help: "load the good rows and write the bad ones, with reasons, to this new file")
     static let json = Declare.switch("json", help: "print the summary as JSON")
 
@@ -48,7 +48,8 @@ enum AccountsImportCommand: Command {
             return .of(report)
         }
         if !arguments[json] {
-            let changes = report.changed == 0 ? "0 rows changed (every account already held these values)"
+            let changes = report.rows == report.rejected ? "nothing written"
+                : report.changed == 0 ? "0 rows changed (every account already held these values)"
                 : "\(report.inserted) inserted, \(report.updated) updated, \(report.unchanged) unchanged"
             // Rejected rows (--rejects) are not counted as imported: "imported 6 of 10 rows".
             let imported = report.rejected > 0 ? "\(report.rows - report.rejected) of \(counted(report.rows, "row"))"
@@ -56,7 +57,8 @@ enum AccountsImportCommand: Command {
             say("imported \(imported) from \(name) into team \(team) client \(client): \(changes); "
                 + "\(counted(report.tokensSealed, "refresh token")) encrypted")
             if let out = arguments[rejects], report.rejected > 0 {
-                say("\(counted(report.rejected, "row")) rejected, written with their reasons to \(out)")
+                say("\(counted(report.rejected, "row")) rejected, written with \(report.rejected == 1 ? "its reason" : "their reasons") "
+                    + "to \(out)")
             }
         }
         return .of(report)

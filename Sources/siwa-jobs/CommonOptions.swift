@@ -1,4 +1,5 @@
 import Commands
+import SIWACore
 
 /// Options several commands share, declared once.
 enum CommonOptions {
@@ -6,6 +7,17 @@ enum CommonOptions {
     /// naming the flag (exit 64). The same values from the environment are configuration (78).
     static let teamIDValue = ValueType<String>.appleTenCharacterID("Team ID", from: "copy it from the team's membership page")
     static let keyIDValue = ValueType<String>.appleTenCharacterID("key ID", from: "the <kid> of AuthKey_<kid>.p8")
+    /// A sandbox's base URL (`--sandbox`): http(s) with a host and no user or password, and plain
+    /// http only to a loopback address, the rule `SIWA_APPLE_BASE_URL` follows (a name such as
+    /// localhost does not count).
+    static let sandboxURL = ValueType<String>(summary: nil) { (text: String) throws(ValueError) -> String in
+        let url = try ValueType<String>.httpURL(text)
+        guard let (scheme, host) = Loopback.schemeAndHost(of: url), scheme == "https" || Loopback.isLoopback(host: host) else {
+            throw ValueError(expected: "an https:// URL, or http:// to a loopback address (127.0.0.0/8 or [::1]; a name such as "
+                             + "localhost does not count)")
+        }
+        return url
+    }
     static let teamID = Declare.option("team-id", "T", teamIDValue, help: "the team ID", environment: ["SIWA_TEAM_ID"])
     static let clientID = Declare.option("client-id", "C", .string, help: "the client ID (App ID or Services ID)",
                                          environment: ["SIWA_CLIENT_ID"])

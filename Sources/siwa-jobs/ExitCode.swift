@@ -116,7 +116,7 @@ struct ExitCode: Equatable, Sendable {
             return (.noInput, ["\(error)"])
         case let error as ServiceUnavailable:
             return (.unavailable, ["\(error.what): \(error.error)"])
-        case let error as SandboxAdminClientError where error.unreachable:
+        case let error as SandboxAdminClientError:
             return (.unavailable, ["\(error)"])
         case let error as TokenVerification.Failure:
             return of(error)

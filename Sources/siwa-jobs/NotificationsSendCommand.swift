@@ -8,7 +8,7 @@ import SIWAJobs
 /// them to a receiver.
 enum NotificationsSendCommand: Command {
     static let to = Declare.option("to", "URL", .string, help: "the receiver's URL", required: true)
-    static let sandbox = Declare.option("sandbox", "URL", .httpURL, help: "the sandbox that signs the notifications", required: true)
+    static let sandbox = Declare.option("sandbox", "URL", CommonOptions.sandboxURL, help: "the sandbox that signs the notifications", required: true)
     static let clientID = Declare.option("client-id", "C", .string, help: "the audience (aud) of the notifications", required: true)
     static let sub = Declare.option("sub", "S", .string, help: "the account the notifications are about")
     static let subsFile = Declare.option("subs-file", "F", .string, help: "a file of subs, one per line (with or instead of --sub)")

@@ -14,7 +14,10 @@ enum SignInCommand: Command {
     static let code = Declare.option("code", "C", .string, help: "the authorization code (single use, valid 5 minutes; "
                                         + "visible in the process list while this runs)", required: true)
     static let nonce = Declare.option("nonce", "N", .string, help: "the raw nonce of the authorization request")
-    static let nonceSHA256 = Declare.option("nonce-sha256", "HEX", .string, help: "or the nonce's SHA-256 hex (not both)")
+    static let nonceSHA256 = Declare.option("nonce-sha256", "HEX",
+                                              .custom("64 hex digits (the SHA-256 of the raw nonce)") { text in
+                                                  text.utf8.count == 64 && text.allSatisfy(\.isHexDigit) ? text : nil
+                                              }, help: "or the nonce's SHA-256 hex (not both)")
     static let redirectURI = Declare.option("redirect-uri", "U", .string, help: "the redirect URI of a web authorization")
     static let externalUserID = Declare.option("external-user-id", "ID", .string,
                                                help: "the app's own user id for a new account", defaultText: "the Apple sub")

@@ -10,7 +10,7 @@ import SIWAJobs
 enum StatusCommand: Command {
     static let watch = Declare.switch("watch", help: "redraw each job's percentage, rate and ETA every second (JSON lines when not a terminal)")
 
-    static let sandbox = Declare.option("sandbox", "URL", .httpURL,
+    static let sandbox = Declare.option("sandbox", "URL", CommonOptions.sandboxURL,
                                         help: "compare the last job's valid/invalid counts with this sandbox's truth (exit 1 on mismatch)")
 
     static let spec = CommandSpec(

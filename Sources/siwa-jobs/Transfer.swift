@@ -9,8 +9,8 @@ enum Transfer {
     /// A malformed date is a usage error naming the flag (64); a real date outside the window is
     /// refused data (65, `TransferWindow`).
     static let transferDate = Declare.option("transfer-date", "YYYY-MM-DD",
-                                             .custom("a date as YYYY-MM-DD (UTC), the day the recipient team accepted the "
-                                                     + "app transfer") { (try? TransferWindow(day: $0)) == nil ? nil : $0 },
+                                             .custom("a date as YYYY-MM-DD (UTC, from 1970), the day the recipient team "
+                                                     + "accepted the app transfer") { (try? TransferWindow(day: $0)) == nil ? nil : $0 },
                                              help: "the day the app transfer is (or was) accepted; the window closes 60 days later",
                                              required: true)
     static let environment = [EnvironmentDocs.database, EnvironmentDocs.singleTeam[0], EnvironmentDocs.singleTeam[2],

@@ -16,8 +16,9 @@ enum TransferExportCommand: Command {
 
     static let spec = CommandSpec(
         "export", abstract: "plan the sender's exchange of sub for transfer_sub (team A)",
-        discussion: "Refused (exit 65) for a malformed team ID or target, the own team as target, a closed window or a "
-            + "date too far ahead; exit 1 when an export for this client and target is already active.",
+        discussion: "A malformed --team-id, --target or --transfer-date is a usage error (64; SIWA_TEAM_ID malformed: 78). "
+            + "Refused (exit 65) for the own team as target, a closed window or a date too far ahead; exit 1 when an "
+            + "export for this client and target is already active.",
         options: [CommonOptions.teamID, CommonOptions.clientID, target, Transfer.transferDate, canary, retryFailed,
                   maxAttempts, priority, CommonOptions.createdBy],
         environment: Transfer.environment)

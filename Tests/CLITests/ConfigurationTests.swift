@@ -100,7 +100,7 @@ import TestSupport
         #expect(failure { try SIWAConfiguration(environment: Self.team.merging(["SIWA_KEY_FILE": garbage]) { $1 }).credentials() }?
             .hasPrefix("key file '\(garbage)' is not a usable Sign in with Apple key") == true)
         #expect(failure { try SIWAConfiguration(environment: env.merging(["SIWA_TEAM_ID": "short"]) { $1 }).credentials() }?
-            .hasPrefix("SIWA_TEAM_ID / --team-id: ") == true)
+            .hasPrefix("SIWA_TEAM_ID 'short' is not a team ID") == true)
     }
 
     @Test func teamsFileAndTheOneRegistry() throws {

@@ -24,11 +24,49 @@ import Testing
         #expect(try ValueType<String>.httpURL(text) == value)
     }
 
-    @Test(arguments: ["ftp://x", "http://", "notaurl", "127.0.0.1:8080", "http:///path", "http://h/?q=1", "http://h/#f"])
+    @Test(arguments: ["ftp://x", "http://", "notaurl", "127.0.0.1:8080", "http:///path", "http://h/?q=1", "http://h/#f",
+                      "http://127.0.0.1:99999"])
     func otherURLsAreRefused(_ text: String) {
         #expect(throws: ValueError(expected: "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")) {
             try ValueType<String>.httpURL(text)
         }
+    }
+
+    /// A user name or password in a URL is refused, and the message shows the URL without it.
+    @Test(arguments: ["http://u:s3cret@127.0.0.1:1", "ftp://u:s3cret@h/", "https://s3cret@h"])
+    func aURLWithAPasswordIsRefusedWithoutEchoingIt(_ text: String) {
+        let parser = CommandParser(root: CommandSpec("x", abstract: "", options: [Declare.option("sandbox", "URL", .httpURL, help: "")]))
+        do {
+            _ = try parser.parse(["--sandbox", text])
+            Issue.record("parsed \(text)")
+        } catch {
+            #expect(error.message.hasPrefix("--sandbox: expected an http:// or https:// URL without a user name or password, got '"))
+            #expect(error.message.contains("***@") && !error.message.contains("s3cret"), "\(error.message)")
+        }
+    }
+
+    /// Refused values are quoted with control characters escaped and at most 60 characters; an
+    /// unexpected long argument (a token pasted in the wrong place) is described, not echoed.
+    @Test func refusedValuesAreQuotedSafely() {
+        let parser = CommandParser(root: CommandSpec("x", abstract: "", options: [Declare.option("team-id", "T", Self.teamID, help: "")]))
+        #expect(throws: UsageError("--team-id: expected a 10-character Apple Team ID (A-Z and 0-9; copy it from the team's "
+                                   + "membership page), got 'AB\\nC\\u{1B}[31m'")) { try parser.parse(["--team-id", "AB\nC\u{1B}[31m"]) }
+        let long = String(repeating: "Z", count: 5000)
+        do {
+            _ = try parser.parse(["--team-id", long])
+            Issue.record("parsed")
+        } catch {
+            #expect(error.message.hasSuffix("got '\(String(repeating: "Z", count: 60))'... (5000 characters)"), "\(error.message)")
+        }
+        let token = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiIwMDEifQ.SECRETSIGNATURE"
+        do {
+            _ = try parser.parse([token])
+            Issue.record("parsed")
+        } catch {
+            #expect(error.message == "x: unexpected argument of \(token.count) characters (not shown: it may be a token or a code; "
+                    + "options start with --)")
+        }
+        #expect(throws: UsageError("x: unexpected argument 'extra'")) { try parser.parse(["extra"]) }
     }
 
     @Test func aFilePathIsNotStandardOutput() throws {

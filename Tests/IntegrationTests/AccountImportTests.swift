@@ -73,6 +73,13 @@ import Testing
         let again = try await world.run(["accounts", "import", path, "--rejects", rejects])
         #expect(again.status == 65 && again.stderr.contains("exists"), "a rejects file is never overwritten: \(again.stderr)")
 
+        // Every row bad: the summary says nothing was written, and one reject has "its reason".
+        let allBad = try world.write([ImportAccount.header, "only-user,,,,"].joined(separator: "\n") + "\n", name: "all-bad.csv")
+        let oneReject = world.directory.appendingPathComponent("one-reject.csv").path
+        let none = try await world.run(["accounts", "import", allBad, "--rejects", oneReject])
+        #expect(none.status == 1 && none.stdout.contains("imported 0 of 1 row from") && none.stdout.contains(": nothing written;")
+                && none.stdout.contains("1 row rejected, written with its reason to"), "\(none.stdout)")
+
         // Against what is stored: a known user with another sub, and a new user with a stored sub.
         let clash = [ImportAccount.header, "\(accounts[1].user),0099.changed.1,,,", "new-user,\(accounts[0].sub),,,"]
         let clashRun = try await world.run(["accounts", "import", try world.write(clash.joined(separator: "\n"), name: "clash.csv")])

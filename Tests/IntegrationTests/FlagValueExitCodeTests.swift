@@ -16,6 +16,11 @@ import Testing
             (["transfer", "import-csv", "/dev/null", "--transfer-date", "yesterday"], "--transfer-date: expected a date as YYYY-MM-DD"),
             (["transfer", "export", "--target", "BBBBB22222", "--transfer-date", "2026-02-30"], "--transfer-date: expected a date"),
             (["work", "--drain", "--concurrency", "8", "--concurrency", "9"], "--concurrency is given more than once"),
+            (["transfer", "export", "--target", "BBBBB22222", "--transfer-date", "2026-12-+1"], "--transfer-date: expected a date"),
+            (["status", "--sandbox", "http://localhost:8080"], "--sandbox: expected an https:// URL, or http:// to a loopback"),
+            (["status", "--sandbox", "http://user:s3cret@127.0.0.1:1"], "got 'http://***@127.0.0.1:1'"),
+            (["sign-in", "--identity-token-file", "/dev/null", "--code", "c1", "--nonce-sha256", "zz"], "--nonce-sha256: expected 64 hex"),
+            (["accounts", "import", "/dev/null", "--rejects", "-"], "--rejects: expected a file path"),
             (["status", "--sandbox", "ftp://x"], "--sandbox: expected an http:// or https:// URL"),
             (["seed", "--accounts", "1", "--sandbox", "127.0.0.1:8080"], "--sandbox: expected an http:// or https:// URL"),
             (["transfer", "export-csv", "--job", "1", "--out", "-"], "--out: expected a file path"),
@@ -25,11 +30,30 @@ import Testing
             let run = try await BinaryProcess.run(arguments, environment: db.environment)
             #expect(run.status == 64 && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
         }
+        #expect(try await BinaryProcess.run(["status", "--sandbox", "http://user:s3cret@127.0.0.1:1"], environment: db.environment)
+            .stderr.contains("s3cret") == false)
+        // The same malformed team ID from the environment is configuration (78) in every command
+        // that takes one, before any row is written (a sign-in used to be queued for team 'abc').
         var environment = db.environment
         environment["SIWA_TEAM_ID"] = "abc"
-        let fromEnvironment = try await BinaryProcess.run(["enqueue", "refresh-validation"], environment: environment)
-        #expect(fromEnvironment.status == 78 && fromEnvironment.stderr.contains("SIWA_TEAM_ID / --team-id 'abc' is not a team ID"),
-                "\(fromEnvironment.stderr)")
+        environment["SIWA_CLIENT_ID"] = "com.example.x"
+        let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent("flag-values-token-\(getpid())").path
+        try Data("e30.e30.c2ln".utf8).write(to: URL(fileURLWithPath: tokenFile))
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        for arguments in [["enqueue", "refresh-validation"], ["transfer", "export", "--target", "BBBBB22222", "--transfer-date", "2026-12-01"],
+                          ["transfer", "import-csv", "/dev/null", "--transfer-date", "2026-12-01"], ["accounts", "import", "/dev/null"],
+                          ["accounts", "export"], ["transfer", "lookup", "--transfer-sub", "x"],
+                          ["sign-in", "--identity-token-file", tokenFile, "--code", "c1", "--timeout-seconds", "1"]] {
+            var env = environment
+            if arguments.first == "accounts" { env["SIWA_TOKEN_KEY"] = String(repeating: "ab", count: 32) }
+            let run = try await BinaryProcess.run(arguments, environment: env)
+            #expect(run.status == 78 && run.stderr.contains("SIWA_TEAM_ID") && run.stderr.contains("'abc' is not a team ID"),
+                    "\(arguments): \(run.status) \(run.stderr)")
+        }
+        environment["SIWA_APPLE_BASE_URL"] = "ftp://x"
+        let seed = try await BinaryProcess.run(["seed", "--accounts", "1"], environment: environment.merging(["SIWA_TEAM_ID": "TEAM000001"]) { $1 })
+        #expect(seed.status == 78 && seed.stderr.contains("SIWA_APPLE_BASE_URL 'ftp://x' is not an http(s) URL"), "\(seed.stderr)")
+        #expect(try await db.scalar("SELECT count(*)::int FROM siwa.sign_ins", as: Int.self) == 0)
         #expect(try await db.scalar("SELECT count(*)::int FROM siwa.jobs", as: Int.self) == 0)
         await db.drop()
     }

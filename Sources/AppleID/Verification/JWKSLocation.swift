@@ -20,6 +20,10 @@ public enum JWKSLocation: Sendable, Equatable {
     public static func parse(_ text: String) throws(Refusal) -> JWKSLocation {
         let lower = text.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else { return .file(path: text) }
+        guard !Loopback.hasUserInfo(text) else {
+            throw Refusal(description: "--jwks: the URL '\(Loopback.redactingUserInfo(text).prefix(200))' holds a user name or "
+                + "password; a JWKS is public, give its URL without them")
+        }
         guard let (scheme, host) = Loopback.schemeAndHost(of: text) else {
             throw Refusal(description: "--jwks: the URL has no host")
         }

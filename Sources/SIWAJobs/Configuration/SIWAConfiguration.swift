@@ -61,12 +61,23 @@ public struct SIWAConfiguration: Sendable {
     func rawValue(_ name: String) -> String? { environment[name] }
 
     /// `override` (a flag's value) if given, else the variable.
-    /// - Throws: `ConfigurationError` `NAME is not set (or pass --flag)` when neither is there.
+    /// - Throws: `ConfigurationError` `NAME is not set (or pass --flag)` when neither is there, or
+    ///   naming the variable when `SIWA_TEAM_ID` or `SIWA_KEY_ID` is not 10 characters A-Z and 0-9.
     public func require(_ name: String, override: String? = nil, flag: String? = nil) throws(ConfigurationError) -> String {
         if let override { return override }
-        if let v = value(name) { return v }
+        if let v = value(name) {
+            // A flag's value was checked by the parser (64); the environment's is checked here (78),
+            // before any command writes a row for a team or key that cannot exist.
+            if let what = Self.tenCharacterIDs[name] {
+                return try IdentifierFormat.tenCharacterID(v, setting: name + (flag.map { " / --\($0)" } ?? ""), what: what)
+            }
+            return v
+        }
         throw ConfigurationError("\(name) is not set" + (flag.map { " (or pass --\($0))" } ?? ""))
     }
+
+    /// Variables holding an Apple 10-character ID, with the noun messages use.
+    static let tenCharacterIDs = ["SIWA_TEAM_ID": "team ID", "SIWA_KEY_ID": "key ID"]
 
     /// True when any single-team variable is set (`singleTeamVariables`).
     public var hasSingleTeamCredentials: Bool {
@@ -90,6 +101,10 @@ public struct SIWAConfiguration: Sendable {
     /// - Throws: `ConfigurationError` naming `SIWA_APPLE_BASE_URL`.
     public func validatedAppleBaseURL() throws(ConfigurationError) -> String {
         let url = appleBaseURL
+        guard !Loopback.hasUserInfo(url) else {
+            throw ConfigurationError("SIWA_APPLE_BASE_URL '\(Loopback.redactingUserInfo(url))' holds a user name or password: "
+                + "give the base URL without them")
+        }
         guard URL(string: url) != nil, let (scheme, host) = Loopback.schemeAndHost(of: url), ["http", "https"].contains(scheme) else {
             throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url)' is not an http(s) URL")
         }

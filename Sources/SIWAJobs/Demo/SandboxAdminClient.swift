@@ -95,7 +95,8 @@ public struct SandboxAdminClient: Sendable {
         }
         guard (200..<300).contains(response.status) else {
             throw SandboxAdminClientError(message: "sandbox \(request.method) \(request.url) answered \(response.status): "
-                + String(decoding: response.body.prefix(300), as: UTF8.self))
+                + String(decoding: response.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                + (response.status == 404 ? " (is the URL the sandbox's base URL, without a path?)" : ""))
         }
         guard !response.body.isEmpty else { return [:] }
         return (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
@@ -104,8 +105,8 @@ public struct SandboxAdminClient: Sendable {
 
 public struct SandboxAdminClientError: Error, CustomStringConvertible, Sendable {
     public let message: String
-    /// True when no answer came back at all (refused, reset, timed out, a TLS failure): the CLI
-    /// exits 69 (a service is unavailable) rather than 70.
+    /// True when no answer came back at all (refused, reset, timed out, a TLS failure). Either
+    /// way the CLI exits 69 (a service is unavailable), not 70.
     public var unreachable = false
     public var description: String { message }
 }

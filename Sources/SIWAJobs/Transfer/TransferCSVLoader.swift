@@ -59,8 +59,8 @@ public struct TransferCSVLoader: Sendable {
         if let sourceTeamID {
             try TransferTarget.validateTeamID(sourceTeamID, field: "source-team-id")
             guard sourceTeamID != teamID else {
-                throw TransferRuleError(message: "source-team-id \(sourceTeamID) is the importing team itself (--team-id): a "
-                    + "hand-off file comes from the team that sent the app; give that team's ID, or leave --source-team-id out")
+                throw TransferRuleError(message: "source-team-id \(sourceTeamID) is the importing team itself: a hand-off file "
+                    + "comes from the team that sent the app; give that team's ID, or leave --source-team-id out")
             }
         }
         let window = try TransferWindow(day: transferDate)
