@@ -31,15 +31,25 @@ enum ResultsExportCommand: Command {
             do { file = try OutputFile(path: path, replacing: true) } catch { throw CommandFailure(error.description) }
         }
         let pool = PostgresPool(configuration: context.configuration.postgres, size: 1)
-        let written = await Result(catching: {
-            try await ResultsExporter(pool: pool, pageSize: arguments[pageSize])
-                .export(jobID: id, outcomes: arguments[outcome], format: chosen, to: file?.handle ?? .standardOutput)
+        let exporter = ResultsExporter(pool: pool, pageSize: arguments[pageSize])
+        let written = await Result(catching: { () async throws -> (rows: Int, outcomes: [String]) in
+            // A job id that does not exist is said as such (exit 1), not exported as an empty file.
+            guard let known = try await exporter.outcomes(jobID: id) else { throw CommandFailure("job \(id) not found") }
+            let rows = try await exporter.export(jobID: id, outcomes: arguments[outcome], format: chosen,
+                                                 to: file?.handle ?? .standardOutput)
+            return (rows, known)
         })
         await pool.close()
         if case .failure = written { file?.discard() }
-        let rows = try written.get()
+        let (rows, known) = try written.get()
         do { try file?.publish() } catch { throw CommandFailure(error.description) }
-        if let path { complain("results export: \(rows) rows of job \(id) written to \(path)") }
+        if let path { complain("results export: \(counted(rows, "row")) of job \(id) written to \(path)") }
+        let unknown = arguments[outcome].filter { !known.contains($0) }
+        if !unknown.isEmpty {
+            // Not an error (a job may simply have none), but a typo should not pass unseen.
+            complain("results export: job \(id) has no result with outcome \(unknown.map { "'\($0)'" }.joined(separator: ", ")); "
+                + "its results' outcomes: \(known.isEmpty ? "none yet" : known.joined(separator: ", "))")
+        }
         return .success
     }
 }

@@ -11,7 +11,8 @@ enum StatusCommand: Command {
     static let watch = Declare.switch("watch", help: "redraw each job's percentage, rate and ETA every second (JSON lines when not a terminal)")
 
     static let sandbox = Declare.option("sandbox", "URL", CommonOptions.sandboxURL,
-                                        help: "compare the last job's valid/invalid counts with this sandbox's truth (exit 1 on mismatch)")
+                                        help: "compare the latest refresh validation's valid/invalid counts (or --job's) with this "
+                                            + "sandbox's truth (exit 1 on mismatch)")
 
     static let spec = CommandSpec(
         "status", abstract: "progress of the active and recent jobs (or one job)",
@@ -48,13 +49,19 @@ enum StatusCommand: Command {
             if let reason = job.pausedReason { say("  paused: \(reason)") }
         }
         guard let url = arguments[sandbox] else { return .success }
+        // The truth is about tokens: compare the named job, else the latest refresh validation (a
+        // later job of another kind, e.g. a sign-in, would always read as a mismatch).
+        guard let compared = jobID == nil ? jobs.last(where: { $0.kind == "refresh-validation" }) : last else {
+            throw CommandFailure("--sandbox: no refresh-validation job among these to compare with the sandbox's truth "
+                                 + "(status --job N --sandbox URL compares one)")
+        }
         let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
         let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
         let admin = SandboxAdminClient(baseURL: url, transport: try context.configuration.httpTransport(maxConnectionsPerHost: 4))
         let truth = try await admin.truth(teamID: team, clientID: client)
-        let matches = last.matches(truth: truth)
-        say("sandbox truth: valid=\(truth.valid) revoked=\(truth.revoked); job: valid=\(last.valid) invalid=\(last.invalid) "
-            + "terminal=\(last.terminal)/\(last.items) -> \(matches ? "MATCH" : "MISMATCH")")
+        let matches = compared.matches(truth: truth)
+        say("sandbox truth: valid=\(truth.valid) revoked=\(truth.revoked); job \(compared.jobID): valid=\(compared.valid) "
+            + "invalid=\(compared.invalid) terminal=\(compared.terminal)/\(compared.items) -> \(matches ? "MATCH" : "MISMATCH")")
         guard matches else { throw CommandFailure(lines: [], kind: .failed) }   // the line above says why
         return .success
     }

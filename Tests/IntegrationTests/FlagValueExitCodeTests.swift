@@ -75,9 +75,19 @@ import Testing
         // Nothing listens on port 1 of the loopback: the job's line is printed, then 69.
         environment["SIWA_TEAM_ID"] = "TEAM000001"
         environment["SIWA_CLIENT_ID"] = "com.example.x"
-        let status = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"], environment: environment)
+        let status = try await BinaryProcess.run(["status", "--job", "\(job)", "--sandbox", "http://127.0.0.1:1"], environment: environment)
         #expect(status.status == 69 && status.stdout.contains("job \(job) noop")
                 && status.stderr.contains("sandbox at http://127.0.0.1:1 unreachable"), "\(status.status) \(status.stderr)")
+        // Without --job the truth is compared with the latest refresh validation; there is none.
+        let none = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"], environment: environment)
+        #expect(none.status == 1 && none.stderr.contains("no refresh-validation job among these"), "\(none.status) \(none.stderr)")
+        // A job id that does not exist is said as such; an outcome no result has is pointed out.
+        let missing = try await BinaryProcess.run(["results", "export", "--job", "999999", "--format", "csv"], environment: environment)
+        #expect(missing.status == 1 && missing.stderr.contains("job 999999 not found") && missing.stdout.isEmpty, "\(missing.stderr)")
+        let typo = try await BinaryProcess.run(["results", "export", "--job", "\(job)", "--format", "csv", "--outcome", "sucess"],
+                                               environment: environment)
+        #expect(typo.status == 0 && typo.stdout.split(separator: "\n").count == 1
+                && typo.stderr.contains("job \(job) has no result with outcome 'sucess'; its results' outcomes: "), "\(typo.stderr)")
         await db.drop()
     }
 }

@@ -24,6 +24,19 @@ public struct ResultsExporter: Sendable {
         self.pageSize = pageSize
     }
 
+    /// The distinct outcomes of `jobID`'s results, sorted (e.g. `["invalid", "valid"]`), or nil
+    /// when no such job exists: checked before an export, so a mistyped job id is said as such
+    /// rather than exported as an empty file.
+    /// - Throws: `DatabaseError`.
+    public func outcomes(jobID: Int64) async throws -> [String]? {
+        let rows = try await pool.query("""
+            SELECT EXISTS (SELECT FROM siwa.jobs WHERE id = \(jobID)) AS known,
+                   ARRAY(SELECT DISTINCT outcome FROM siwa.results WHERE job_id = \(jobID) ORDER BY 1) AS outcomes
+            """)
+        guard let row = rows.first, try row.decode("known", as: Bool.self) else { return nil }
+        return try row.decode("outcomes", as: [String].self)
+    }
+
     /// Writes the results of `jobID` (only those with an outcome in `outcomes`, when not empty)
     /// to `handle`, in item order.
     /// - Returns: the rows written.
