@@ -114,6 +114,17 @@ import Testing
             "line 3: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
             "line 4: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
         ])
+        // The rejects file still names the row by what was given once: line 2's user and sub,
+        // line 1's user only (its sub is the field given twice).
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("reader-\(UUID().uuidString)").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let input = try InputFile.open(path)
+        defer { input.close() }
+        var reader = AccountFileReader(input: input)
+        var named: [ImportRowError] = []
+        while let batch = reader.next(size: 10) { named += batch.errors }
+        #expect(named.prefix(2).map(\.externalUserID) == ["u1", "u2"] && named.prefix(2).map(\.sub) == [nil, "s2"])
     }
 
     /// A line longer than a record may be is refused by line, and the rows after it still load:

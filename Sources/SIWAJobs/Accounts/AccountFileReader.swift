@@ -225,7 +225,16 @@ struct AccountFileReader {
         var fields: [String: AccountColumns.Value] = [:], seen: Set<String> = []
         for (key, member) in object.members {
             guard seen.insert(key).inserted else {
-                return pending.errors.append(ImportRowError(line: line, field: key, reason: "is given more than once in the object"))
+                // The row is still named in the rejects file by its user and sub, when given once.
+                func single(_ name: String) -> String? {
+                    let given = object.members.filter { $0.key == name }
+                    guard given.count == 1, case .string(let text) = given[0].value else { return nil }
+                    return text
+                }
+                let user = single("external_user_id"), sub = single("sub")
+                return pending.errors.append(ImportRowError(
+                    line: line, field: key, reason: "is given more than once in the object", externalUserID: user,
+                    sub: sub.flatMap { AccountColumns.printableASCII(Array($0.utf8)) ? $0 : nil }))
             }
             switch member {
             case .null: continue
