@@ -20,7 +20,10 @@ import Testing
         #expect(try JWKSLocation.parse("https://appleid.apple.com/auth/keys") == .url("https://appleid.apple.com/auth/keys"))
         #expect(try JWKSLocation.parse("http://127.0.0.1:8080/auth/keys") == .url("http://127.0.0.1:8080/auth/keys"))
         #expect(try JWKSLocation.parse("http://[::1]:8080/auth/keys") == .url("http://[::1]:8080/auth/keys"))
-        #expect(try JWKSLocation.parse("http://u:p@127.0.0.1/k") == .url("http://u:p@127.0.0.1/k"))
+        // A user or password is refused, and the message never shows it.
+        let withPassword = #expect(throws: JWKSLocation.Refusal.self) { try JWKSLocation.parse("http://u:s3cret@127.0.0.1/k") }
+        #expect(withPassword?.description == "--jwks: the URL 'http://***@127.0.0.1/k' holds a user name or password; a JWKS is "
+                + "public, give its URL without them")
         for refused in ["http://example.com/keys", "http://127.0.0.1.nip.io/keys", "http://localhost@evil.example/keys",
                         "http://127.0.0.1@evil.example/keys", "http://localhost:8080/keys", "http://[::1", "https://"] {
             #expect(throws: JWKSLocation.Refusal.self, "\(refused)") { try JWKSLocation.parse(refused) }
