@@ -29,7 +29,9 @@ extension CommandParser {
             }
             guard let option = command.option(named: name) else {
                 let known = command.options.map { "--" + $0.name }.sorted().joined(separator: ", ")
-                throw fail("unknown option --\(name)" + (known.isEmpty ? "" : " (known: \(known))"))
+                let shownName = name.unicodeScalars.count <= 32 ? "--" + String(Self.shown(name).dropFirst().dropLast())
+                    : "of \(name.unicodeScalars.count) characters (not shown)"
+                throw fail("unknown option \(shownName)" + (known.isEmpty ? "" : " (known: \(known))"))
             }
             guard let convert = option.convert else {
                 guard inline == nil else { throw fail("--\(name) takes no value") }

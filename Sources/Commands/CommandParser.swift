@@ -75,6 +75,6 @@ public struct CommandParser: Sendable {
         let choices = (path.last?.subcommands ?? []).map(\.name).joined(separator: ", ")
         guard let given else { return UsageError(prefix + "expected a subcommand: \(choices)", commandPath: names) }
         let what = names.isEmpty ? "command" : "subcommand"
-        return UsageError(prefix + "unknown \(what) '\(given)' (expected one of: \(choices))", commandPath: names)
+        return UsageError(prefix + "unknown \(what) \(Self.shownArgument(given)) (expected one of: \(choices))", commandPath: names)
     }
 }

@@ -25,15 +25,13 @@ extension ValueType where Value == String {
         ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
             guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
             let expected = "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080"
-            let components = URLComponents(string: text)
-            if let components, components.user != nil || components.password != nil {
-                // Never echoed: the value may hold a password.
-                var shown = components
-                shown.user = "***"
-                shown.password = nil
-                throw ValueError(expected: "an http:// or https:// URL without a user name or password",
-                                 redacted: shown.string ?? "(not shown)")
+            if let at = text.lastIndex(of: "@") {
+                // Never echoed: the value may hold a password, even one that keeps it from parsing.
+                let start = text.range(of: "://").map(\.upperBound) ?? text.startIndex
+                let shown = start <= at ? String(text[..<start]) + "***" + String(text[at...]) : "(not shown)"
+                throw ValueError(expected: "an http:// or https:// URL without a user name or password", redacted: shown)
             }
+            let components = URLComponents(string: text)
             guard let components, let scheme = components.scheme?.lowercased(),
                   ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty,
                   (components.port ?? 0) >= 0, (components.port ?? 0) <= 65535,

@@ -47,11 +47,13 @@ public enum Loopback {
 
     /// `url` with any `user[:password]@` of its authority replaced by `***@`, for messages: a
     /// password in a URL never reaches a log or an error.
+    /// Broad on purpose: everything between `://` (or the start) and the last `@` is replaced,
+    /// so a password holding `/`, `?` or `#` (a URL that does not even parse) is hidden too.
     public static func redactingUserInfo(_ url: String) -> String {
-        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
-        let start = url.index(colon, offsetBy: 3)
-        let authority = url[start...].prefix { !"/?#".contains($0) }
-        guard let at = authority.lastIndex(of: "@") else { return url }
+        guard let at = url.lastIndex(of: "@") else { return url }
+        var start = url.startIndex
+        if let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") { start = url.index(colon, offsetBy: 3) }
+        guard start <= at else { return url }
         return String(url[..<start]) + "***" + String(url[at...])
     }
 

@@ -51,6 +51,10 @@ enum StatusCommand: Command {
         guard let url = arguments[sandbox] else { return .success }
         // The truth is about tokens: compare the named job, else the latest refresh validation (a
         // later job of another kind, e.g. a sign-in, would always read as a mismatch).
+        if jobID != nil, last.kind != "refresh-validation" {
+            throw CommandFailure("--sandbox: job \(last.jobID) is a \(last.kind) job; the sandbox's truth is compared with a "
+                                 + "refresh-validation job")
+        }
         guard let compared = jobID == nil ? jobs.last(where: { $0.kind == "refresh-validation" }) : last else {
             throw CommandFailure("--sandbox: no refresh-validation job among these to compare with the sandbox's truth "
                                  + "(status --job N --sandbox URL compares one)")

@@ -46,7 +46,11 @@ import TestSupport
             + "a loopback address (127.0.0.0/8 or [::1]; names such as localhost do not count); use https"),
         ("http://localhost:1", "SIWA_APPLE_BASE_URL 'http://localhost:1' is plain http to a host that is not "
             + "a loopback address (127.0.0.0/8 or [::1]; names such as localhost do not count); use https"),
-        ("ftp://example.com", "SIWA_APPLE_BASE_URL 'ftp://example.com' is not an http(s) URL"),
+        ("ftp://example.com", "SIWA_APPLE_BASE_URL 'ftp://example.com' is not an http(s) URL with a host and a port from 1 to 65535"),
+        ("http://127.0.0.1:99999", "SIWA_APPLE_BASE_URL 'http://127.0.0.1:99999' is not an http(s) URL with a host and a port from "
+            + "1 to 65535"),
+        ("https://u:s3cret#@example.com", "SIWA_APPLE_BASE_URL 'https://***@example.com' holds a user name or password: give the "
+            + "base URL without them"),
     ] as [(String, String?)])
     func appleBaseURL(_ url: String, _ expected: String?) {
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_APPLE_BASE_URL": url]).validatedAppleBaseURL() } == expected)

@@ -33,7 +33,8 @@ import Testing
     }
 
     /// A user name or password in a URL is refused, and the message shows the URL without it.
-    @Test(arguments: ["http://u:s3cret@127.0.0.1:1", "ftp://u:s3cret@h/", "https://s3cret@h"])
+    @Test(arguments: ["http://u:s3cret@127.0.0.1:1", "ftp://u:s3cret@h/", "https://s3cret@h", "http://u:s3cret#@127.0.0.1:1",
+                      "u:s3cret@127.0.0.1:1", "http://u:s3/cret@[::1"])
     func aURLWithAPasswordIsRefusedWithoutEchoingIt(_ text: String) {
         let parser = CommandParser(root: CommandSpec("x", abstract: "", options: [Declare.option("sandbox", "URL", .httpURL, help: "")]))
         do {
@@ -67,6 +68,12 @@ import Testing
                     + "options start with --)")
         }
         #expect(throws: UsageError("x: unexpected argument 'extra'")) { try parser.parse(["extra"]) }
+        do {
+            _ = try parser.parse(["--" + token])
+            Issue.record("parsed")
+        } catch {
+            #expect(error.message.hasPrefix("unknown option of \(token.count + 0) characters (not shown)"), "\(error.message)")
+        }
     }
 
     @Test func aFilePathIsNotStandardOutput() throws {

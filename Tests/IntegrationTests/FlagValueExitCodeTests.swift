@@ -75,12 +75,22 @@ import Testing
         // Nothing listens on port 1 of the loopback: the job's line is printed, then 69.
         environment["SIWA_TEAM_ID"] = "TEAM000001"
         environment["SIWA_CLIENT_ID"] = "com.example.x"
-        let status = try await BinaryProcess.run(["status", "--job", "\(job)", "--sandbox", "http://127.0.0.1:1"], environment: environment)
-        #expect(status.status == 69 && status.stdout.contains("job \(job) noop")
+        // The truth is about tokens: a noop job is not compared; a (hand-made, empty) refresh
+        // validation is, and the sandbox that does not answer gives 69.
+        let noop = try await BinaryProcess.run(["status", "--job", "\(job)", "--sandbox", "http://127.0.0.1:1"], environment: environment)
+        #expect(noop.status == 1 && noop.stderr.contains("job \(job) is a noop job"), "\(noop.status) \(noop.stderr)")
+        let validation = try await db.scalar("""
+            INSERT INTO siwa.jobs (kind, spec, item_count)
+            VALUES ('refresh-validation', '{"team_id": "TEAM000001", "client_id": "com.example.x"}', 0) RETURNING id::int
+            """, as: Int.self)
+        let status = try await BinaryProcess.run(["status", "--job", "\(validation)", "--sandbox", "http://127.0.0.1:1"],
+                                                 environment: environment)
+        #expect(status.status == 69 && status.stdout.contains("job \(validation) refresh-validation")
                 && status.stderr.contains("sandbox at http://127.0.0.1:1 unreachable"), "\(status.status) \(status.stderr)")
-        // Without --job the truth is compared with the latest refresh validation; there is none.
-        let none = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"], environment: environment)
-        #expect(none.status == 1 && none.stderr.contains("no refresh-validation job among these"), "\(none.status) \(none.stderr)")
+        // Without --job the truth is compared with the latest refresh validation among the jobs
+        // shown (the hand-made one above), never with the later noop job.
+        let latest = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"], environment: environment)
+        #expect(latest.status == 69, "\(latest.status) \(latest.stderr)")
         // A job id that does not exist is said as such; an outcome no result has is pointed out.
         let missing = try await BinaryProcess.run(["results", "export", "--job", "999999", "--format", "csv"], environment: environment)
         #expect(missing.status == 1 && missing.stderr.contains("job 999999 not found") && missing.stdout.isEmpty, "\(missing.stderr)")

@@ -19,11 +19,11 @@ public enum JWKSLocation: Sendable, Equatable {
     /// - Throws: `Refusal` for an `http://` URL whose host is not loopback, or a URL without a host.
     public static func parse(_ text: String) throws(Refusal) -> JWKSLocation {
         let lower = text.lowercased()
-        guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else { return .file(path: text) }
-        guard !Loopback.hasUserInfo(text) else {
+        guard !(text.contains("://") && text.contains("@")) else {
             throw Refusal(description: "--jwks: the URL '\(Loopback.redactingUserInfo(text).prefix(200))' holds a user name or "
                 + "password; a JWKS is public, give its URL without them")
         }
+        guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else { return .file(path: text) }
         guard let (scheme, host) = Loopback.schemeAndHost(of: text) else {
             throw Refusal(description: "--jwks: the URL has no host")
         }

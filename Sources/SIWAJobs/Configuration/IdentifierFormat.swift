@@ -10,9 +10,19 @@ public enum IdentifierFormat {
     public static func tenCharacterID(_ value: String?, setting: String, what: String) throws(ConfigurationError) -> String {
         guard let value else { throw ConfigurationError("\(setting) is not set") }
         guard value.count == 10, value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
-            throw ConfigurationError("\(setting) '\(value)' is not a \(what): expected 10 characters A-Z and 0-9")
+            throw ConfigurationError("\(setting) '\(printable(value))' is not a \(what): expected 10 characters A-Z and 0-9")
         }
         return value
+    }
+
+    /// `value` for a message: control characters escaped (never raw on a terminal), at most 60
+    /// characters, longer ones marked with their length.
+    static func printable(_ value: String) -> String {
+        var out = ""
+        for scalar in value.unicodeScalars.prefix(60) {
+            out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return value.unicodeScalars.count > 60 ? out + "... (\(value.unicodeScalars.count) characters)" : out
     }
 }
 

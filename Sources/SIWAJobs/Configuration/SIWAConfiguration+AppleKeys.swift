@@ -31,7 +31,7 @@ extension SIWAConfiguration {
     /// What start-up and `doctor` warn about the base URL; nil for Apple's.
     public var appleBaseURLWarning: String? {
         guard !isAppleProductionBaseURL else { return nil }
-        return "SIWA_APPLE_BASE_URL '\(String(appleBaseURL.prefix(120)))' is not Apple's (\(Self.appleProductionBaseURL)): "
+        return "SIWA_APPLE_BASE_URL '\(String(Loopback.redactingUserInfo(appleBaseURL).prefix(120)))' is not Apple's (\(Self.appleProductionBaseURL)): "
             + (sandboxMode
                 ? "SIWA_SANDBOX_MODE is set, so Apple's signed tokens are verified with keys from that URL too"
                 : "Apple's signed tokens are still verified with Apple's keys (\(Self.appleKeysURL)); set SIWA_SANDBOX_MODE=1 "

@@ -101,12 +101,13 @@ public struct SIWAConfiguration: Sendable {
     /// - Throws: `ConfigurationError` naming `SIWA_APPLE_BASE_URL`.
     public func validatedAppleBaseURL() throws(ConfigurationError) -> String {
         let url = appleBaseURL
-        guard !Loopback.hasUserInfo(url) else {
+        guard !url.contains("@") else {
             throw ConfigurationError("SIWA_APPLE_BASE_URL '\(Loopback.redactingUserInfo(url))' holds a user name or password: "
                 + "give the base URL without them")
         }
-        guard URL(string: url) != nil, let (scheme, host) = Loopback.schemeAndHost(of: url), ["http", "https"].contains(scheme) else {
-            throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url)' is not an http(s) URL")
+        guard let parsed = URLComponents(string: url), (parsed.port ?? 443) >= 1, (parsed.port ?? 443) <= 65535,
+              let (scheme, host) = Loopback.schemeAndHost(of: url), ["http", "https"].contains(scheme) else {
+            throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url.prefix(200))' is not an http(s) URL with a host and a port from 1 to 65535")
         }
         guard scheme == "https" || Loopback.isLoopback(host: host) else {
             throw ConfigurationError("SIWA_APPLE_BASE_URL '\(url)' is plain http to a host that is not a loopback address "
