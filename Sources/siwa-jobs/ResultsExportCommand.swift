@@ -47,7 +47,7 @@ enum ResultsExportCommand: Command {
         let unknown = arguments[outcome].filter { !known.contains($0) }
         if !unknown.isEmpty {
             // Not an error (a job may simply have none), but a typo should not pass unseen.
-            complain("results export: job \(id) has no result with outcome \(unknown.map { "'\($0)'" }.joined(separator: ", ")); "
+            complain("results export: job \(id) has no result with outcome \(unknown.map { "'\(IdentifierFormat.printable($0))'" }.joined(separator: ", ")); "
                 + "its results' outcomes: \(known.isEmpty ? "none yet" : known.joined(separator: ", "))")
         }
         return .success

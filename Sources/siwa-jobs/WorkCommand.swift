@@ -196,11 +196,12 @@ enum WorkCommand: Command {
         guard let only = arguments[kinds] else { return handlers }
         let wanted = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         guard !wanted.isEmpty else {
-            throw arguments.usageError("--kinds: expected a comma-separated list of kinds, got '\(only)'")
+            throw arguments.usageError("--kinds: expected a comma-separated list of kinds, got '\(IdentifierFormat.printable(only))'")
         }
         let known = Set(handlers.map(\.kind))
         if let unknown = wanted.subtracting(known).sorted().first {
-            throw arguments.usageError("--kinds: '\(unknown)' is not a kind this worker can run (\(known.sorted().joined(separator: ", ")))")
+            throw arguments.usageError("--kinds: '\(IdentifierFormat.printable(String(unknown)))' is not a kind this worker can run "
+                + "(\(known.sorted().joined(separator: ", ")))")
         }
         return handlers.filter { wanted.contains($0.kind) }
     }

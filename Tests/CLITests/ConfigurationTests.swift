@@ -56,6 +56,13 @@ import TestSupport
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_APPLE_BASE_URL": url]).validatedAppleBaseURL() } == expected)
     }
 
+    /// Values quoted in messages: control characters escaped, at most 60 characters.
+    @Test func printableValues() {
+        #expect(IdentifierFormat.printable("com.example.app") == "com.example.app")
+        #expect(IdentifierFormat.printable("a\nb\u{1B}[31m") == "a\\nb\\u{1B}[31m")
+        #expect(IdentifierFormat.printable(String(repeating: "x", count: 100)) == String(repeating: "x", count: 60) + "... (100 characters)")
+    }
+
     @Test func logging() {
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_LOG_LEVEL": "WARN", "SIWA_LOG_FORMAT": "text"]).validateLogging() } == nil)
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_LOG_LEVEL": "loud"]).validateLogging() }

@@ -16,6 +16,7 @@ import Testing
             (["transfer", "import-csv", "/dev/null", "--transfer-date", "yesterday"], "--transfer-date: expected a date as YYYY-MM-DD"),
             (["transfer", "export", "--target", "BBBBB22222", "--transfer-date", "2026-02-30"], "--transfer-date: expected a date"),
             (["work", "--drain", "--concurrency", "8", "--concurrency", "9"], "--concurrency is given more than once"),
+            (["work", "--drain", "--kinds", "bo\u{1B}[31mgus"], "--kinds: 'bo\\u{1B}[31mgus' is not a kind"),
             (["transfer", "export", "--target", "BBBBB22222", "--transfer-date", "2026-12-+1"], "--transfer-date: expected a date"),
             (["status", "--sandbox", "http://localhost:8080"], "--sandbox: expected an https:// URL, or http:// to a loopback"),
             (["status", "--sandbox", "http://user:s3cret@127.0.0.1:1"], "got 'http://***@127.0.0.1:1'"),

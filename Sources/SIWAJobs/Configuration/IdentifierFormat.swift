@@ -17,7 +17,7 @@ public enum IdentifierFormat {
 
     /// `value` for a message: control characters escaped (never raw on a terminal), at most 60
     /// characters, longer ones marked with their length.
-    static func printable(_ value: String) -> String {
+    public static func printable(_ value: String) -> String {
         var out = ""
         for scalar in value.unicodeScalars.prefix(60) {
             out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)

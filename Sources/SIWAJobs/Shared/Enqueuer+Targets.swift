@@ -32,7 +32,8 @@ extension Enqueuer {
             throw EnqueueError(message: "team '\(teamID)' has no account at all: likely a typo in --team-id or SIWA_TEAM_ID "
                 + "(\(known)); no job was created", reason: .likelyTypo)
         }
-        throw EnqueueError(message: "team \(teamID) has no account for client '\(clientID)' at all: likely a typo in --client-id "
+        throw EnqueueError(message: "team \(teamID) has no account for client '\(IdentifierFormat.printable(clientID))' at all: "
+            + "likely a typo in --client-id "
             + "or SIWA_CLIENT_ID (this team's clients: \(Self.list(clients))); no job was created", reason: .likelyTypo)
     }
 
