@@ -21,7 +21,7 @@ let package = Package(
         // The one source of time (now and sleep), injected everywhere that reads the clock or waits.
         .target(name: "Clocks", swiftSettings: strict),
         // A small declarative command layer: commands, options, arguments, help and usage errors.
-        .target(name: "Commands", swiftSettings: strict),
+        .target(name: "Commands", dependencies: ["SIWACore"], swiftSettings: strict),
         // The shared error vocabulary (ConfigurationError), below every library.
         .target(name: "SIWACore", swiftSettings: strict),
         // Service lifecycle: the Service protocol, a ServiceGroup and the one signal source.

@@ -1,3 +1,5 @@
+import SIWACore
+
 extension CommandParser {
     /// Parses the words of the command at the end of `path` (options and positionals).
     func parseLeaf(_ words: [String], path: [CommandSpec]) throws(UsageError) -> ParsedArguments {
@@ -29,7 +31,7 @@ extension CommandParser {
             }
             guard let option = command.option(named: name) else {
                 let known = command.options.map { "--" + $0.name }.sorted().joined(separator: ", ")
-                let shownName = name.unicodeScalars.count <= 32 ? "--" + String(Self.shown(name).dropFirst().dropLast())
+                let shownName = name.unicodeScalars.count <= 32 ? "--" + PrintableText.escapedPrefix(name)
                     : "of \(name.unicodeScalars.count) characters (not shown)"
                 throw fail("unknown option \(shownName)" + (known.isEmpty ? "" : " (known: \(known))"))
             }
@@ -90,11 +92,7 @@ extension CommandParser {
     /// A refused value as the message quotes it: control characters escaped (a newline or an
     /// escape sequence never reaches the terminal raw) and at most 60 characters.
     static func shown(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(60) {
-            out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
-        }
-        return "'\(out)'" + (text.unicodeScalars.count > 60 ? "... (\(text.unicodeScalars.count) characters)" : "")
+        "'\(PrintableText.escapedPrefix(text))'" + PrintableText.lengthNote(text)
     }
 
     /// An argument nobody expected, quoted only when short: a long one is more likely a token or an

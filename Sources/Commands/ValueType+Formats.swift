@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 extension ValueType where Value == String {
     /// An Apple team ID or key ID (`kid`): exactly 10 characters A-Z and 0-9, upper case as Apple
@@ -25,11 +26,10 @@ extension ValueType where Value == String {
         ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
             guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
             let expected = "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080"
-            if let at = text.lastIndex(of: "@") {
+            guard !text.contains("@") else {
                 // Never echoed: the value may hold a password, even one that keeps it from parsing.
-                let start = text.range(of: "://").map(\.upperBound) ?? text.startIndex
-                let shown = start <= at ? String(text[..<start]) + "***" + String(text[at...]) : "(not shown)"
-                throw ValueError(expected: "an http:// or https:// URL without a user name or password", redacted: shown)
+                throw ValueError(expected: "an http:// or https:// URL without a user name or password",
+                                 redacted: Loopback.redactingUserInfo(text))
             }
             let components = URLComponents(string: text)
             guard let components, let scheme = components.scheme?.lowercased(),

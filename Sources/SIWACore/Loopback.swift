@@ -53,12 +53,9 @@ public enum Loopback {
         guard let at = url.lastIndex(of: "@") else { return url }
         var start = url.startIndex
         if let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") { start = url.index(colon, offsetBy: 3) }
-        guard start <= at else { return url }
+        guard start <= at else { return "***" + String(url[at...]) }   // an @ before any ://: hide all before it
         return String(url[..<start]) + "***" + String(url[at...])
     }
-
-    /// True when `url`'s authority holds a `user[:password]@` part.
-    public static func hasUserInfo(_ url: String) -> Bool { redactingUserInfo(url) != url }
 
     /// True when `url` may be fetched: `https://` to any host, or `http://` to a loopback host.
     public static func allowsPlainOrSecure(_ url: String) -> Bool {

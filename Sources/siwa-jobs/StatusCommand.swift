@@ -49,15 +49,13 @@ enum StatusCommand: Command {
             if let reason = job.pausedReason { say("  paused: \(reason)") }
         }
         guard let url = arguments[sandbox] else { return .success }
-        // The truth is about tokens: compare the named job, else the latest refresh validation (a
-        // later job of another kind, e.g. a sign-in, would always read as a mismatch).
-        if jobID != nil, last.kind != "refresh-validation" {
-            throw CommandFailure("--sandbox: job \(last.jobID) is a \(last.kind) job; the sandbox's truth is compared with a "
-                                 + "refresh-validation job")
-        }
-        guard let compared = jobID == nil ? jobs.last(where: { $0.kind == "refresh-validation" }) : last else {
-            throw CommandFailure("--sandbox: no refresh-validation job among these to compare with the sandbox's truth "
-                                 + "(status --job N --sandbox URL compares one)")
+        // The truth is about tokens: compare the latest refresh validation shown (with --job, that
+        // job or none); a later job of another kind, e.g. a sign-in, would always read as a mismatch.
+        guard let compared = jobs.last(where: { $0.kind == "refresh-validation" }) else {
+            throw CommandFailure(jobID == nil
+                ? "--sandbox: no refresh-validation job among these to compare with the sandbox's truth "
+                    + "(status --job N --sandbox URL compares one)"
+                : "--sandbox: job \(last.jobID) is a \(last.kind) job; the sandbox's truth is compared with a refresh-validation job")
         }
         let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
         let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")

@@ -15,14 +15,10 @@ public enum IdentifierFormat {
         return value
     }
 
-    /// `value` for a message: control characters escaped (never raw on a terminal), at most 60
-    /// characters, longer ones marked with their length.
+    /// `value` for a message (`PrintableText`): control characters escaped, at most 60
+    /// characters, longer ones marked with their length inside the quotes.
     public static func printable(_ value: String) -> String {
-        var out = ""
-        for scalar in value.unicodeScalars.prefix(60) {
-            out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
-        }
-        return value.unicodeScalars.count > 60 ? out + "... (\(value.unicodeScalars.count) characters)" : out
+        PrintableText.escapedPrefix(value) + PrintableText.lengthNote(value)
     }
 }
 

@@ -1,0 +1,20 @@
+/// Values from a command line, the environment or a file, as messages quote them: control
+/// characters escaped (a newline or an escape sequence never reaches a terminal or a log raw) and
+/// at most `limit` characters, so a pasted megabyte is one short line.
+public enum PrintableText {
+    /// The first `limit` Unicode scalars of `text`, each control character written as its Swift
+    /// escape (`\n`, `\u{1B}`).
+    public static func escapedPrefix(_ text: String, limit: Int = 60) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars.prefix(limit) {
+            out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return out
+    }
+
+    /// `... (N characters)` when `text` is longer than `limit` scalars, else empty.
+    public static func lengthNote(_ text: String, limit: Int = 60) -> String {
+        let count = text.unicodeScalars.count
+        return count > limit ? "... (\(count) characters)" : ""
+    }
+}
