@@ -110,5 +110,10 @@ public struct InputFileError: Error, CustomStringConvertible, Sendable, Equatabl
         }
     }
 
-    public var description: String { "'\(path)' cannot be read: \(reasonText)" }
+    /// `'PATH' cannot be read: REASON`, the path with control characters escaped and cut at 256
+    /// characters (`PrintableText`): a file name holding a newline or an escape sequence never
+    /// reaches a terminal or a log raw.
+    public var description: String {
+        "'\(PrintableText.escapedPrefix(path, limit: 256))'\(PrintableText.lengthNote(path, limit: 256)) cannot be read: \(reasonText)"
+    }
 }

@@ -12,7 +12,9 @@ enum SignInCommand: Command {
     static let tokenFile = Declare.option("identity-token-file", "F", .string,
                                           help: "the identity token (compact JWT) in a file; - reads stdin", required: true)
     static let code = Declare.option("code", "C", .string, help: "the authorization code (single use, valid 5 minutes; "
-                                        + "visible in the process list while this runs)", required: true)
+                                        + "visible in the process list while this runs: prefer --code-file)")
+    static let codeFile = Declare.option("code-file", "F", .string,
+                                         help: "or the authorization code in a file; - reads stdin (never in the process list)")
     static let nonce = Declare.option("nonce", "N", .string, help: "the raw nonce of the authorization request")
     static let nonceSHA256 = Declare.option("nonce-sha256", "HEX",
                                               .custom("64 hex digits (the SHA-256 of the raw nonce)") { text in
@@ -30,7 +32,7 @@ enum SignInCommand: Command {
         "sign-in", abstract: "submit one sign-in (identity token + authorization code), wait, print the outcome",
         discussion: "Needs a running `siwa-jobs work`. Exit 0 linked or created; 1 identity_token_rejected, code_rejected "
             + "or conflict; 78 configuration_error; 75 no outcome within --timeout-seconds (the sign-in stays queued).",
-        options: [tokenFile, code, nonce, nonceSHA256, redirectURI, externalUserID, name, email, timeout,
+        options: [tokenFile, code, codeFile, nonce, nonceSHA256, redirectURI, externalUserID, name, email, timeout,
                   CommonOptions.teamID, CommonOptions.clientID],
         environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
 
@@ -41,14 +43,20 @@ enum SignInCommand: Command {
             throw arguments.usageError("sign-in: give --nonce or --nonce-sha256, not both")
         }
         let path = try arguments.required(tokenFile)
-        let data = try InputFile.read(path, limit: 64 * 1024, stdin: true)   // exit 66 when unreadable
-        let identityToken = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !identityToken.isEmpty else {
-            throw CommandFailure("--identity-token-file \(path == "-" ? "(stdin)" : "'\(path)'"): empty; it should hold the "
-                + "identity token, a compact JWT", kind: .refusedInput)
+        // Usage first, then the files: nothing is read when the flags are wrong.
+        switch (arguments[code], arguments[codeFile]) {
+        case (nil, nil): throw arguments.usageError("sign-in: --code-file (or --code) is required")
+        case (_?, _?): throw arguments.usageError("sign-in: give --code or --code-file, not both")
+        case (nil, "-") where path == "-":
+            throw arguments.usageError("sign-in: --identity-token-file and --code-file cannot both read stdin (-)")
+        default: break
         }
+        let identityToken = try readSecret(path, flag: "identity-token-file", what: "the identity token, a compact JWT",
+                                           limit: 64 * 1024)
+        let authorizationCode = try arguments[code]
+            ?? readSecret(try arguments.required(codeFile), flag: "code-file", what: "the authorization code", limit: 4 * 1024)
         var request = SignInRequest(teamID: team, clientID: client, identityToken: identityToken,
-                                    code: try arguments.required(code), nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
+                                    code: authorizationCode, nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
                                     redirectURI: arguments[redirectURI])
         request.externalUserID = arguments[externalUserID]
         request.name = arguments[name]
@@ -69,5 +77,19 @@ enum SignInCommand: Command {
         }
         say("sign-in \(id): \(result.line)")
         return .of(signInOutcome: result.outcome)
+    }
+
+    /// The trimmed text of `path` (`-`: stdin), at most `limit` bytes.
+    /// - Throws: `InputFileError` (exit 66) when it cannot be read; `CommandFailure` `.refusedInput`
+    ///   (exit 65) naming `--flag` and the file when it holds nothing but white space. The content
+    ///   is never shown.
+    private static func readSecret(_ path: String, flag: String, what: String, limit: Int) throws -> String {
+        let data = try InputFile.read(path, limit: limit, stdin: true)
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else {
+            throw CommandFailure("--\(flag) \(path == "-" ? "(stdin)" : "'\(PrintableText.escapedPrefix(path, limit: 256))'"): empty; it should hold \(what)",
+                                 kind: .refusedInput)
+        }
+        return text
     }
 }

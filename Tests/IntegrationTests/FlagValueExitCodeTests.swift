@@ -59,6 +59,40 @@ import Testing
         await db.drop()
     }
 
+    /// `sign-in` takes the authorization code from `--code-file` (kept out of the process list) or
+    /// `--code`, exactly one; an empty or unreadable file is refused naming the flag, and a file
+    /// name is quoted with its control characters escaped. Nothing is submitted.
+    @Test func signInTakesTheCodeFromOneOfCodeFileOrCode() async throws {
+        let db = try await TestDatabase.create()
+        var environment = db.environment
+        environment["SIWA_TEAM_ID"] = "TEAM000001"
+        environment["SIWA_CLIENT_ID"] = "com.example.x"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sign-in-code-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let token = directory.appendingPathComponent("token.jwt").path, code = directory.appendingPathComponent("code.txt").path
+        let blank = directory.appendingPathComponent("blank.txt").path
+        try Data("e30.e30.c2ln".utf8).write(to: URL(fileURLWithPath: token))
+        try Data("c1\n".utf8).write(to: URL(fileURLWithPath: code))
+        try Data(" \n".utf8).write(to: URL(fileURLWithPath: blank))
+        let runs: [([String], Int32, String)] = [
+            (["--identity-token-file", token], 64, "sign-in: --code-file (or --code) is required"),
+            (["--identity-token-file", token, "--code", "c1", "--code-file", code], 64, "give --code or --code-file, not both"),
+            (["--identity-token-file", "-", "--code-file", "-"], 64, "cannot both read stdin"),
+            (["--identity-token-file", token, "--code-file", blank], 65,
+             "--code-file '\(blank)': empty; it should hold the authorization code"),
+            (["--identity-token-file", token, "--code-file", code + ".missing"], 66, "cannot be read: no such file or directory"),
+            (["--identity-token-file", directory.path + "/bad\nname", "--code", "c1"], 66, "bad\\nname' cannot be read"),
+        ]
+        for (arguments, status, message) in runs {
+            let run = try await BinaryProcess.run(["sign-in"] + arguments, environment: environment)
+            #expect(run.status == status && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
+            #expect(!run.stderr.contains("bad\nname"), "a file name's newline is escaped: \(run.stderr)")
+        }
+        #expect(try await db.scalar("SELECT count(*)::int FROM siwa.sign_ins", as: Int.self) == 0)
+        await db.drop()
+    }
+
     @Test func resultsGoToStandardOutputForDashAndAnUnansweredSandboxIsUnavailable() async throws {
         let db = try await TestDatabase.create()
         var environment = db.environment

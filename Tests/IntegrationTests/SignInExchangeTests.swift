@@ -113,7 +113,10 @@ import Testing
                                                   "--nonce", "right"], environment: w.world.environment)
         #expect(empty.status == 65, "\(empty.stdout) \(empty.stderr)")
         #expect(empty.stderr.contains("--identity-token-file '\(emptyFile.path)': empty"), "\(empty.stderr)")
-        let byHand = try await BinaryProcess.run(["sign-in", "--identity-token-file", file.path, "--code", good.code,
+        // The code from a file (kept out of the process list), a trailing newline trimmed.
+        let codeFile = w.world.directory.appendingPathComponent("code.txt")
+        try Data((good.code + "\n").utf8).write(to: codeFile)
+        let byHand = try await BinaryProcess.run(["sign-in", "--identity-token-file", file.path, "--code-file", codeFile.path,
                                                    "--nonce", "right"], environment: w.world.environment)
         #expect(byHand.status == 0, "\(byHand.stdout) \(byHand.stderr)")
         #expect(byHand.stdout.contains("created account") && byHand.stdout.contains(good.sub), "\(byHand.stdout)")
