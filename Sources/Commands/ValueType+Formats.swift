@@ -25,7 +25,7 @@ extension ValueType where Value == String {
     public static var httpURL: ValueType<String> {
         ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
             guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
-            let expected = "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080"
+            let expected = "an http:// or https:// URL with a host (and a port from 1 to 65535 if any), e.g. http://127.0.0.1:8080"
             guard !text.contains("@") else {
                 // Never echoed: the value may hold a password, even one that keeps it from parsing.
                 throw ValueError(expected: "an http:// or https:// URL without a user name or password",
@@ -34,7 +34,7 @@ extension ValueType where Value == String {
             let components = URLComponents(string: text)
             guard let components, let scheme = components.scheme?.lowercased(),
                   ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty,
-                  (components.port ?? 0) >= 0, (components.port ?? 0) <= 65535,
+                  (components.port ?? 80) >= 1, (components.port ?? 80) <= 65535,
                   components.query == nil, components.fragment == nil else {
                 throw ValueError(expected: expected)
             }

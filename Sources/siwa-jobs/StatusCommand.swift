@@ -49,16 +49,22 @@ enum StatusCommand: Command {
             if let reason = job.pausedReason { say("  paused: \(reason)") }
         }
         guard let url = arguments[sandbox] else { return .success }
-        // The truth is about tokens: compare the latest refresh validation shown (with --job, that
-        // job or none); a later job of another kind, e.g. a sign-in, would always read as a mismatch.
-        guard let compared = jobs.last(where: { $0.kind == "refresh-validation" }) else {
-            throw CommandFailure(jobID == nil
-                ? "--sandbox: no refresh-validation job among these to compare with the sandbox's truth "
-                    + "(status --job N --sandbox URL compares one)"
-                : "--sandbox: job \(last.jobID) is a \(last.kind) job; the sandbox's truth is compared with a refresh-validation job")
-        }
+        // The truth is about one team's and client's tokens: compare the latest refresh validation
+        // shown for them (with --job, that job or none); a later job of another kind (a sign-in)
+        // or of another client would always read as a mismatch.
         let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
         let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
+        let validations = jobs.filter { $0.kind == "refresh-validation" }
+        guard let compared = validations.last(where: { $0.teamID == team && $0.clientID == client }) else {
+            if let jobID {
+                throw CommandFailure(last.kind != "refresh-validation"
+                    ? "--sandbox: job \(jobID) is a \(last.kind) job; the sandbox's truth is compared with a refresh-validation job"
+                    : "--sandbox: job \(jobID) validates team \(last.teamID ?? "?") client '\(last.clientID ?? "?")', not team \(team) "
+                        + "client '\(client)' (give --team-id and --client-id, or SIWA_TEAM_ID and SIWA_CLIENT_ID, of its team and client)")
+            }
+            throw CommandFailure("--sandbox: no refresh-validation job of team \(team) client '\(client)' among these to compare "
+                + "with the sandbox's truth (status --job N --sandbox URL compares one)")
+        }
         let admin = SandboxAdminClient(baseURL: url, transport: try context.configuration.httpTransport(maxConnectionsPerHost: 4))
         let truth = try await admin.truth(teamID: team, clientID: client)
         let matches = compared.matches(truth: truth)

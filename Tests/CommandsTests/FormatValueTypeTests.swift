@@ -25,9 +25,10 @@ import Testing
     }
 
     @Test(arguments: ["ftp://x", "http://", "notaurl", "127.0.0.1:8080", "http:///path", "http://h/?q=1", "http://h/#f",
-                      "http://127.0.0.1:99999"])
+                      "http://127.0.0.1:99999", "http://127.0.0.1:0"])
     func otherURLsAreRefused(_ text: String) {
-        #expect(throws: ValueError(expected: "an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")) {
+        #expect(throws: ValueError(expected: "an http:// or https:// URL with a host (and a port from 1 to 65535 if any), "
+                                       + "e.g. http://127.0.0.1:8080")) {
             try ValueType<String>.httpURL(text)
         }
     }

@@ -126,6 +126,21 @@ import Testing
         // shown (the hand-made one above), never with the later noop job.
         let latest = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"], environment: environment)
         #expect(latest.status == 69, "\(latest.status) \(latest.stderr)")
+        // The truth is per team and client: another client's validation is never compared with it,
+        // and without one of this client nothing is asked of the sandbox.
+        let other = try await db.scalar("""
+            INSERT INTO siwa.jobs (kind, spec, item_count)
+            VALUES ('refresh-validation', '{"team_id": "TEAM000001", "client_id": "com.example.other"}', 0) RETURNING id::int
+            """, as: Int.self)
+        let otherClient = try await BinaryProcess.run(["status", "--job", "\(other)", "--sandbox", "http://127.0.0.1:1"],
+                                                      environment: environment)
+        #expect(otherClient.status == 1 && otherClient.stderr.contains(
+            "job \(other) validates team TEAM000001 client 'com.example.other', not team TEAM000001 client 'com.example.x'"),
+                "\(otherClient.status) \(otherClient.stderr)")
+        let none = try await BinaryProcess.run(["status", "--sandbox", "http://127.0.0.1:1"],
+                                               environment: environment.merging(["SIWA_CLIENT_ID": "com.example.y"]) { $1 })
+        #expect(none.status == 1 && none.stderr.contains("no refresh-validation job of team TEAM000001 client 'com.example.y'"),
+                "\(none.status) \(none.stderr)")
         // A job id that does not exist is said as such; an outcome no result has is pointed out.
         let missing = try await BinaryProcess.run(["results", "export", "--job", "999999", "--format", "csv"], environment: environment)
         #expect(missing.status == 1 && missing.stderr.contains("job 999999 not found") && missing.stdout.isEmpty, "\(missing.stderr)")

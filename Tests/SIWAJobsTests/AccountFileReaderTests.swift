@@ -99,7 +99,8 @@ import Testing
     }
 
     /// A field given twice in one object is refused by line and field (a CSV header naming a column
-    /// twice is refused too), and so are values that are not strings, booleans, integers or null.
+    /// twice is refused too), and so are values that are not strings, booleans, integers or null,
+    /// and integers anywhere but `external_user_id` (a refresh token, sub or email is text).
     @Test(arguments: [1, 1 << 20])
     func aJSONFieldGivenTwiceIsRefused(chunk: Int) throws {
         let text = #"{"external_user_id":"u1","sub":"s1","sub":"s1-other"}"# + "\n"
@@ -107,6 +108,8 @@ import Testing
             + #"{"external_user_id":"u3","sub":"s3","email":{"nested":true}}"# + "\n"
             + #"{"external_user_id":1.5,"sub":"s4"}"# + "\n"
             + #"{"external_user_id":"u5","sub":"s5","email":null}"# + "\n"
+            + #"{"external_user_id":"u6","sub":"s6","refresh_token":123456}"# + "\n"
+            + #"{"external_user_id":7,"sub":70}"# + "\n"
         let result = try Self.read(text, chunk: chunk)
         #expect(result.rows.map(\.externalUserID) == ["u5"])
         #expect(result.errors == [
@@ -114,11 +117,16 @@ import Testing
             "line 2: is_private_email: is given more than once in the object",
             "line 3: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
             "line 4: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
+            "line 6: refresh_token: must be a string, not a number",
+            "line 7: sub: must be a string, not a number",
         ])
         // The rejects file still names the row by what was given once: line 2's user and sub,
         // line 1's user only (its sub is the field given twice).
         let named = result.named.prefix(2)
         #expect(named.map(\.externalUserID) == ["u1", "u2"] && named.map(\.sub) == [nil, "s2"])
+        // Line 6 by its user and sub; line 7's integer user id is not text, and its sub is the bad field.
+        let numeric = result.named.suffix(2)
+        #expect(numeric.map(\.externalUserID) == ["u6", nil] && numeric.map(\.sub) == ["s6", nil])
     }
 
     /// A line longer than a record may be is refused by line, and the rows after it still load:

@@ -222,26 +222,29 @@ struct AccountFileReader {
                 + CSVRecordParser.escaped(Array(unknown.utf8), limit: 40) + "' (fields: \(AccountColumns.all.joined(separator: ", ")))"))
             return
         }
+        // A refused row is still named in the rejects file by its user and sub, when given once as text.
+        func refused(_ field: String, _ reason: String) -> ImportRowError {
+            func single(_ name: String) -> String? {
+                let given = object.members.filter { $0.key == name }
+                guard given.count == 1, case .string(let text) = given[0].value else { return nil }
+                return text
+            }
+            return ImportRowError(line: line, field: field, reason: reason, externalUserID: single("external_user_id"),
+                                  sub: single("sub").flatMap { AccountColumns.printableASCII(Array($0.utf8)) ? $0 : nil })
+        }
         var fields: [String: AccountColumns.Value] = [:], seen: Set<String> = []
         for (key, member) in object.members {
-            guard seen.insert(key).inserted else {
-                // The row is still named in the rejects file by its user and sub, when given once.
-                func single(_ name: String) -> String? {
-                    let given = object.members.filter { $0.key == name }
-                    guard given.count == 1, case .string(let text) = given[0].value else { return nil }
-                    return text
-                }
-                let user = single("external_user_id"), sub = single("sub")
-                return pending.errors.append(ImportRowError(
-                    line: line, field: key, reason: "is given more than once in the object", externalUserID: user,
-                    sub: sub.flatMap { AccountColumns.printableASCII(Array($0.utf8)) ? $0 : nil }))
-            }
+            guard seen.insert(key).inserted else { return pending.errors.append(refused(key, "is given more than once in the object")) }
             switch member {
             case .null: continue
             case .bool(let flag): fields[key] = .bool(flag)
             case .string(let text): fields[key] = .text(Array(text.utf8))
             case .number(let text):
                 guard let integer = Int64(text) else { return pending.errors.append(notAnObject) }
+                // Only the app's own user id may be an integer: a numeric token, sub or email is a
+                // broken export (a refresh token stored as a number would be sent to Apple, judged
+                // invalid_grant and mark the account invalid at the next validation).
+                guard key == "external_user_id" else { return pending.errors.append(refused(key, "must be a string, not a number")) }
                 fields[key] = .text(Array(String(integer).utf8))
             case .nested: return pending.errors.append(notAnObject)
             }

@@ -15,6 +15,9 @@ public struct JobProgress: Sendable, Equatable {
     public var retried = 0
     /// Seconds from the job's creation to its last result (0 before the first).
     public var elapsedSeconds = 0.0
+    /// The team and client its spec names (refresh validations, revocation sweeps, sign-ins,
+    /// transfers); nil for a kind whose spec names none.
+    public var teamID: String?, clientID: String?
 
     public init(jobID: Int64, kind: String, state: String) {
         self.jobID = jobID
@@ -40,13 +43,14 @@ public struct JobStatusReport: Sendable {
     /// Every job (or only `jobID`), by id. An unknown `jobID` gives an empty list.
     /// - Throws: `DatabaseError`.
     public func jobs(jobID: Int64? = nil) async throws -> [JobProgress] {
-        let filter: SQL = jobID.map { "WHERE job_id = \($0)" } ?? "WHERE true"
+        let filter: SQL = jobID.map { "WHERE p.job_id = \($0)" } ?? "WHERE true"
         let rows = try await pool.query("""
-            SELECT job_id, kind, job_state, coalesce(paused_reason, '') AS paused_reason, items, available, running,
-                   succeeded, failed, discarded, terminal, valid, invalid, retried,
-                   coalesce(extract(epoch FROM last_result_at - created_at), 0)::float8 AS elapsed_s
-            FROM siwa.job_progress
-            """ + " " + filter + " ORDER BY job_id")
+            SELECT p.job_id, p.kind, p.job_state, coalesce(p.paused_reason, '') AS paused_reason, p.items, p.available, p.running,
+                   p.succeeded, p.failed, p.discarded, p.terminal, p.valid, p.invalid, p.retried,
+                   coalesce(extract(epoch FROM p.last_result_at - p.created_at), 0)::float8 AS elapsed_s,
+                   j.spec->>'team_id' AS team_id, j.spec->>'client_id' AS client_id
+            FROM siwa.job_progress p JOIN siwa.jobs j ON j.id = p.job_id
+            """ + " " + filter + " ORDER BY p.job_id")
         return try rows.map { row in
             var job = JobProgress(jobID: try row.decode("job_id"), kind: try row.decode("kind"), state: try row.decode("job_state"))
             let reason: String = try row.decode("paused_reason")
@@ -62,6 +66,8 @@ public struct JobStatusReport: Sendable {
             job.invalid = try row.decode("invalid")
             job.retried = try row.decode("retried")
             job.elapsedSeconds = try row.decode("elapsed_s")
+            job.teamID = try row.decode("team_id", as: String?.self)
+            job.clientID = try row.decode("client_id", as: String?.self)
             return job
         }
     }
