@@ -13,6 +13,10 @@
 # HTTP on loopback (BACKEND_TLS=1: its own HTTPS too). FRONT=direct: both straight to
 # `sandbox --tls` (HTTP/1.1).
 # Env: FRONT (nghttpx); LATENCY_MS (50); REFRESH_ID_TOKEN (off, as the issue's table; on for id_tokens);
+#      SANDBOX_THREADS (1): the sandbox's event loops. One serves this load (under 10,000 answers/s,
+#      about a third of a core) and, on a 2-core machine shared with the client, PostgreSQL and
+#      nghttpx, a second loop only adds thread switches that every process pays for: with 2, the
+#      sandbox's CPU per answer was about 15% higher and siwa-jobs' about 10% (README "Cost per item");
 #      PEERS_DIR (../shared/peers from the repository); PEERS_RUN (the peers' run folder);
 #      SIWA_HTTP_VERSION (passed to siwa-jobs); BIN (default: the release build).
 #      ROUNDS (1): every system at every C this many times, interleaved (round 1 at every C,
@@ -78,7 +82,7 @@ FRONT=${FRONT:-nghttpx}
 # backends do (TLS once, where the clients connect); BACKEND_TLS=1 keeps the sandbox's own HTTPS.
 if [ "$FRONT" = nghttpx ] && [ "${BACKEND_TLS:-0}" != 1 ]; then SANDBOX_TLS_FLAGS=; fi
 # shellcheck disable=SC2086
-"$BIN" sandbox --port 0 --latency-ms "$LAT" --refresh-id-token "${REFRESH_ID_TOKEN:-off}" $SANDBOX_TLS_FLAGS > "$W/sb.out" 2> "$W/sb.err" & sb=$!
+"$BIN" sandbox --port 0 --latency-ms "$LAT" --refresh-id-token "${REFRESH_ID_TOKEN:-off}" --threads "${SANDBOX_THREADS:-1}" $SANDBOX_TLS_FLAGS > "$W/sb.out" 2> "$W/sb.err" & sb=$!
 sandbox_env "$W/sb.out" || { cat "$W/sb.err" >&2; exit 1; }
 ca=${SIWA_CA_FILE:-}
 echo "sandbox: $SIWA_APPLE_BASE_URL${ca:+ (CA $ca)}, latency $LAT ms, refresh id_token ${REFRESH_ID_TOKEN:-off}; $ACCOUNTS accounts"
