@@ -82,10 +82,19 @@ public struct InputFileError: Error, CustomStringConvertible, Sendable, Equatabl
 
     public let path: String
     public let reason: Reason
+    /// What named the file (`--code-file`), put first in `description`; nil: the path alone.
+    public var source: String?
 
     public init(path: String, reason: Reason) {
         self.path = path
         self.reason = reason
+    }
+
+    /// The same error, its description led by `source` (a flag or variable).
+    public func named(by source: String) -> InputFileError {
+        var copy = self
+        copy.source = source
+        return copy
     }
 
     /// The reason for `errno` `code`: its `strerror` text, lower-cased.
@@ -114,6 +123,7 @@ public struct InputFileError: Error, CustomStringConvertible, Sendable, Equatabl
     /// characters (`PrintableText`): a file name holding a newline or an escape sequence never
     /// reaches a terminal or a log raw.
     public var description: String {
-        "'\(PrintableText.escapedPrefix(path, limit: 256))'\(PrintableText.lengthNote(path, limit: 256)) cannot be read: \(reasonText)"
+        (source.map { "\($0) " } ?? "")
+            + "\(PrintableText.quotedPath(path)) cannot be read: \(reasonText)"
     }
 }

@@ -17,4 +17,10 @@ public enum PrintableText {
         let count = text.unicodeScalars.count
         return count > limit ? "... (\(count) characters)" : ""
     }
+
+    /// A file path for a message: in single quotes, control characters escaped, cut at 256
+    /// characters with its length noted (`'/tmp/a\nb'`, `'/very/long...' (1005 characters)`).
+    public static func quotedPath(_ path: String) -> String {
+        "'\(escapedPrefix(path, limit: 256))'\(lengthNote(path, limit: 256))"
+    }
 }

@@ -1,6 +1,7 @@
 import Commands
 import Foundation
 import Postgres
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs accounts import FILE`: existing accounts in, tokens sealed in this process
@@ -84,7 +85,7 @@ enum AccountsExportCommand: Command {
         let path = arguments[out]
         // A new file, whole or not at all (`OutputFile`, published by link(2): never over a file).
         func refusal(_ code: Int32) -> CommandFailure {
-            CommandFailure("--out '\(path)' cannot be created: \(String(cString: strerror(code)).lowercased())"
+            CommandFailure("--out \(PrintableText.quotedPath(path)) cannot be created: \(String(cString: strerror(code)).lowercased())"
                 + (code == EEXIST ? " (it exists; name a new file)" : ""))
         }
         if path != "-" && FileManager.default.fileExists(atPath: path) { throw refusal(EEXIST) }

@@ -37,8 +37,8 @@ enum SignInCommand: Command {
         environment: [EnvironmentDocs.database] + EnvironmentDocs.logging)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
-        let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
-        let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
+        let (team, client) = try context.configuration.jobTarget(teamID: arguments[CommonOptions.teamID],
+                                                                 clientID: arguments[CommonOptions.clientID])
         if arguments[nonce] != nil && arguments[nonceSHA256] != nil {
             throw arguments.usageError("sign-in: give --nonce or --nonce-sha256, not both")
         }
@@ -52,9 +52,15 @@ enum SignInCommand: Command {
         default: break
         }
         let identityToken = try readSecret(path, flag: "identity-token-file", what: "the identity token, a compact JWT",
-                                           limit: 64 * 1024)
-        let authorizationCode = try arguments[code]
-            ?? readSecret(try arguments.required(codeFile), flag: "code-file", what: "the authorization code", limit: 4 * 1024)
+                                           limit: identityTokenLimit)
+        let authorizationCode: String
+        if let given = arguments[code] {
+            try checkSecret(given, source: "--code", what: "an authorization code", limit: codeLimit)
+            authorizationCode = given
+        } else {
+            authorizationCode = try readSecret(try arguments.required(codeFile), flag: "code-file", what: "the authorization code",
+                                               limit: codeLimit)
+        }
         var request = SignInRequest(teamID: team, clientID: client, identityToken: identityToken,
                                     code: authorizationCode, nonce: arguments[nonce], nonceSHA256: arguments[nonceSHA256],
                                     redirectURI: arguments[redirectURI])
@@ -79,17 +85,37 @@ enum SignInCommand: Command {
         return .of(signInOutcome: result.outcome)
     }
 
-    /// The trimmed text of `path` (`-`: stdin), at most `limit` bytes.
-    /// - Throws: `InputFileError` (exit 66) when it cannot be read; `CommandFailure` `.refusedInput`
-    ///   (exit 65) naming `--flag` and the file when it holds nothing but white space. The content
-    ///   is never shown.
+    /// The longest identity token `siwa.submit_sign_in` takes (16 KiB), and the longest code read.
+    static let identityTokenLimit = 16 * 1024, codeLimit = 4 * 1024
+
+    /// The trimmed text of `path` (`-`: stdin), at most `limit` bytes, checked by `checkSecret`.
+    /// - Throws: `InputFileError` (exit 66) naming `--flag` when it cannot be read or is larger than
+    ///   `limit`; `CommandFailure` `.refusedInput` (exit 65) naming `--flag` and the file when it
+    ///   holds nothing but white space or a byte a token or code cannot hold. The content is never shown.
     private static func readSecret(_ path: String, flag: String, what: String, limit: Int) throws -> String {
-        let data = try InputFile.read(path, limit: limit, stdin: true)
+        let data: [UInt8]
+        do { data = try InputFile.read(path, limit: limit, stdin: true) } catch { throw error.named(by: "--\(flag)") }
+        let source = "--\(flag) \(path == "-" ? "(stdin)" : PrintableText.quotedPath(path))"
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else {
-            throw CommandFailure("--\(flag) \(path == "-" ? "(stdin)" : "'\(PrintableText.escapedPrefix(path, limit: 256))'"): empty; it should hold \(what)",
-                                 kind: .refusedInput)
-        }
+        guard !text.isEmpty else { throw CommandFailure("\(source): empty; it should hold \(what)", kind: .refusedInput) }
+        try checkSecret(text, source: source, what: what, limit: limit)
         return text
+    }
+
+    /// Identity tokens (compact JWTs) and authorization codes are printable ASCII without spaces:
+    /// anything else (a second line, a control character, a byte-order mark, bytes that are not
+    /// UTF-8, a NUL the database would refuse) is a mistake in what was given, refused before it is
+    /// submitted rather than spent on Apple or stored.
+    /// - Throws: `CommandFailure` `.refusedInput` (exit 65) naming `source`; the value is never shown.
+    private static func checkSecret(_ text: String, source: String, what: String, limit: Int) throws {
+        guard !text.isEmpty else { throw CommandFailure("\(source): empty; it should hold \(what)", kind: .refusedInput) }
+        guard text.utf8.count <= limit else {
+            throw CommandFailure("\(source): longer than \(limit) bytes; it should hold \(what)", kind: .refusedInput)
+        }
+        if let offset = text.utf8.firstIndex(where: { $0 < 0x21 || $0 > 0x7E }) {
+            let position = text.utf8.distance(from: text.utf8.startIndex, to: offset) + 1
+            throw CommandFailure("\(source): byte \(position) is not printable ASCII (a space, a line break, a control "
+                + "character or non-ASCII text); it should hold \(what), nothing else", kind: .refusedInput)
+        }
     }
 }

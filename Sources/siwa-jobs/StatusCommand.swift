@@ -52,14 +52,15 @@ enum StatusCommand: Command {
         // The truth is about one team's and client's tokens: compare the latest refresh validation
         // shown for them (with --job, that job or none); a later job of another kind (a sign-in)
         // or of another client would always read as a mismatch.
-        let team = try context.configuration.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
-        let client = try context.configuration.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
+        let (team, client) = try context.configuration.jobTarget(teamID: arguments[CommonOptions.teamID],
+                                                                 clientID: arguments[CommonOptions.clientID])
         let validations = jobs.filter { $0.kind == "refresh-validation" }
         guard let compared = validations.last(where: { $0.teamID == team && $0.clientID == client }) else {
             if let jobID {
                 throw CommandFailure(last.kind != "refresh-validation"
                     ? "--sandbox: job \(jobID) is a \(last.kind) job; the sandbox's truth is compared with a refresh-validation job"
-                    : "--sandbox: job \(jobID) validates team \(last.teamID ?? "?") client '\(last.clientID ?? "?")', not team \(team) "
+                    : "--sandbox: job \(jobID) validates team \(IdentifierFormat.printable(last.teamID ?? "?")) client "
+                        + "'\(IdentifierFormat.printable(last.clientID ?? "?"))', not team \(team) "
                         + "client '\(client)' (give --team-id and --client-id, or SIWA_TEAM_ID and SIWA_CLIENT_ID, of its team and client)")
             }
             throw CommandFailure("--sandbox: no refresh-validation job of team \(team) client '\(client)' among these to compare "

@@ -60,7 +60,7 @@ enum TokenVerifyCommand: Command {
         if let file = arguments[tokenFile] {
             guard arguments[token] == nil else { throw arguments.usageError("token verify: give TOKEN or --token-file, not both") }
             let data: [UInt8]
-            do { data = try InputFile.read(file, stdin: true) } catch { throw arguments.usageError("--token-file: \(error)") }
+            do { data = try InputFile.read(file, stdin: true) } catch { throw error.named(by: "--token-file") }   // 66
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard let token = arguments[token] else { throw arguments.usageError("token verify: expected one TOKEN (or --token-file F)") }

@@ -84,7 +84,7 @@ import SIWACrypto
     @Test func unusableJWKSIsNotAVerdictOnTheToken() async throws {
         let token = try F.rs256(F.idClaims(), key: try F.keys()[0])
         let missing = try await failure(token, provider: FileJWKSProvider(path: "/nonexistent/keys.json"))
-        #expect(missing == TokenVerification.Failure(.jwksFileUnreadable, "JWKS file: cannot read /nonexistent/keys.json: no such file or directory"),
+        #expect(missing == TokenVerification.Failure(.jwksFileUnreadable, "JWKS file: cannot read '/nonexistent/keys.json': no such file or directory"),
                 "an unreadable file is missing input")
         let empty = try await failure(token, provider: StaticJWKSProvider(document: Array(#"{"keys":[]}"#.utf8)))
         #expect(empty == TokenVerification.Failure(.jwksUnavailable, "JWKS keys: no usable RSA signing key among 0"),

@@ -101,7 +101,7 @@ import SIWACrypto
         try Data(AppleJWKSFixture.json.utf8).write(to: URL(fileURLWithPath: path))
         let bytes = try await FileJWKSProvider(path: path).fetch()
         #expect(try JWKSet.parse(bytes).kids == ["AIDOPK1", "fh6Bs8C"])
-        await #expect(throws: JWKSError(field: "file", message: "cannot read \(path).missing: no such file or directory")) {
+        await #expect(throws: JWKSError(field: "file", message: "cannot read '\(path).missing': no such file or directory")) {
             _ = try await FileJWKSProvider(path: path + ".missing").fetch()
         }
     }

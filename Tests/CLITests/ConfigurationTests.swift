@@ -179,8 +179,11 @@ import TestSupport
         #expect(try env.jobTarget(teamID: nil, clientID: nil) == ("ABCDE12345", "com.example.app"))
         #expect(failure { try env.jobTarget(teamID: "abc", clientID: nil) }
             == "SIWA_TEAM_ID / --team-id 'abc' is not a team ID: expected 10 characters A-Z and 0-9")
-        #expect(failure { try env.jobTarget(teamID: nil, clientID: "ABCDE12345") }
-            == "SIWA_CLIENT_ID / --client-id 'ABCDE12345' is not a client ID (App ID or Services ID)")
+        let shape = "is not a client ID (App ID or Services ID: printable ASCII without spaces, e.g. com.example.app)"
+        #expect(failure { try env.jobTarget(teamID: nil, clientID: "ABCDE12345") } == "SIWA_CLIENT_ID / --client-id 'ABCDE12345' \(shape)")
+        #expect(failure { try env.jobTarget(teamID: nil, clientID: "com.x\u{1B}[31m\nred") }
+            == "SIWA_CLIENT_ID / --client-id 'com.x\\u{1B}[31m\\nred' \(shape)")
+        #expect(failure { try env.jobTarget(teamID: nil, clientID: "com.exämple") } == "SIWA_CLIENT_ID / --client-id 'com.exämple' \(shape)")
     }
 }
 

@@ -75,22 +75,49 @@ import Testing
         try Data("e30.e30.c2ln".utf8).write(to: URL(fileURLWithPath: token))
         try Data("c1\n".utf8).write(to: URL(fileURLWithPath: code))
         try Data(" \n".utf8).write(to: URL(fileURLWithPath: blank))
+        // What a token or a code cannot hold: a second line, a NUL (the database refuses it), more
+        // than the 16 KiB submit_sign_in takes. None of it is ever shown.
+        let twoLines = directory.appendingPathComponent("two-lines.txt").path, nul = directory.appendingPathComponent("nul.txt").path
+        let huge = directory.appendingPathComponent("huge.jwt").path
+        try Data("SECRETAA\nSECRETBB\n".utf8).write(to: URL(fileURLWithPath: twoLines))
+        try Data("SECRET\u{0}CC".utf8).write(to: URL(fileURLWithPath: nul))
+        try Data(String(repeating: "SECRETDD", count: 2_500).utf8).write(to: URL(fileURLWithPath: huge))
         let runs: [([String], Int32, String)] = [
+            (["--identity-token-file", token, "--code-file", twoLines], 65,
+             "--code-file '\(twoLines)': byte 9 is not printable ASCII"),
+            (["--identity-token-file", nul, "--code", "c1"], 65, "--identity-token-file '\(nul)': byte 7 is not printable ASCII"),
+            (["--identity-token-file", token, "--code", "X\nSECRETEE"], 65, "--code: byte 2 is not printable ASCII"),
+            (["--identity-token-file", huge, "--code", "c1"], 66,
+             "--identity-token-file '\(huge)' cannot be read: larger than 16384 bytes"),
+            (["--identity-token-file", token, "--code", "c1", "--client-id", "com.x\u{1B}[31m"], 78,
+             "--client-id 'com.x\\u{1B}[31m' is not a client ID"),
             (["--identity-token-file", token], 64, "sign-in: --code-file (or --code) is required"),
             (["--identity-token-file", token, "--code", "c1", "--code-file", code], 64, "give --code or --code-file, not both"),
             (["--identity-token-file", "-", "--code-file", "-"], 64, "cannot both read stdin"),
             (["--identity-token-file", token, "--code-file", blank], 65,
              "--code-file '\(blank)': empty; it should hold the authorization code"),
-            (["--identity-token-file", token, "--code-file", code + ".missing"], 66, "cannot be read: no such file or directory"),
+            (["--identity-token-file", token, "--code-file", code + ".missing"], 66,
+             "--code-file '\(code).missing' cannot be read: no such file or directory"),
             (["--identity-token-file", directory.path + "/bad\nname", "--code", "c1"], 66, "bad\\nname' cannot be read"),
         ]
         for (arguments, status, message) in runs {
             let run = try await BinaryProcess.run(["sign-in"] + arguments, environment: environment)
             #expect(run.status == status && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
-            #expect(!run.stderr.contains("bad\nname"), "a file name's newline is escaped: \(run.stderr)")
+            #expect(!run.stderr.contains("bad\nname") && !run.stderr.contains("SECRET") && !run.stdout.contains("SECRET"),
+                    "a file name's newline is escaped, a secret never shown: \(run.stderr)")
         }
         #expect(try await db.scalar("SELECT count(*)::int FROM siwa.sign_ins", as: Int.self) == 0)
         await db.drop()
+    }
+
+    /// A token file that cannot be read is unreadable input (66) naming the flag, as every other
+    /// input file is; it used to be a usage error (64).
+    @Test func anUnreadableTokenFileIsNoInput() async throws {
+        let missing = "/nonexistent/token\u{1B}[2J.jwt"
+        let run = try await BinaryProcess.run(["token", "verify", "--jwks", "/dev/null", "--client-id", "com.example.app",
+                                                "--token-file", missing], environment: [:])
+        #expect(run.status == 66 && run.stderr.contains("--token-file '/nonexistent/token\\u{1B}[2J.jwt' cannot be read: no such file"),
+                "\(run.status) \(run.stderr)")
     }
 
     @Test func resultsGoToStandardOutputForDashAndAnUnansweredSandboxIsUnavailable() async throws {

@@ -99,8 +99,9 @@ import Testing
     }
 
     /// A field given twice in one object is refused by line and field (a CSV header naming a column
-    /// twice is refused too), and so are values that are not strings, booleans, integers or null,
-    /// and integers anywhere but `external_user_id` (a refresh token, sub or email is text).
+    /// twice is refused too), and so is a value of the wrong JSON type, naming the field: an
+    /// object or array anywhere, a number in a text field (a refresh token, sub or email), a user
+    /// id that is not a whole number as written (`-0`, a fraction, an exponent, over 64 bits).
     @Test(arguments: [1, 1 << 20])
     func aJSONFieldGivenTwiceIsRefused(chunk: Int) throws {
         let text = #"{"external_user_id":"u1","sub":"s1","sub":"s1-other"}"# + "\n"
@@ -110,23 +111,38 @@ import Testing
             + #"{"external_user_id":"u5","sub":"s5","email":null}"# + "\n"
             + #"{"external_user_id":"u6","sub":"s6","refresh_token":123456}"# + "\n"
             + #"{"external_user_id":7,"sub":70}"# + "\n"
+            + #"{"external_user_id":8,"sub":"s8","email":7}"# + "\n"
+            + #"{"external_user_id":"u9","sub":"s9","refresh_token":1e3}"# + "\n"
+            + #"{"external_user_id":-0,"sub":"s10"}"# + "\n"
+            + #"{"external_user_id":99999999999999999999,"sub":"s11"}"# + "\n"
+            + #"{"external_user_id":-12,"sub":"s12","is_private_email":1}"# + "\n"
+            + #"{"external_user_id":"u13","sub":"s13","is_private_email":2}"# + "\n"
         let result = try Self.read(text, chunk: chunk)
-        #expect(result.rows.map(\.externalUserID) == ["u5"])
-        #expect(result.errors == [
+        #expect(result.rows.map(\.externalUserID) == ["u5", "-12"])
+        #expect(result.rows.last?.isPrivateEmail == true)
+        let whole = "must be a string or a whole number (no fraction or exponent, at most 19 digits)"
+        #expect(Array(result.errors.prefix(10)) == [
             "line 1: sub: is given more than once in the object",
             "line 2: is_private_email: is given more than once in the object",
-            "line 3: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
-            "line 4: not a JSON object of strings, booleans and integers (JSON lines: one object per line)",
+            "line 3: email: must be a string, not an object or an array",
+            "line 4: external_user_id: \(whole)",
             "line 6: refresh_token: must be a string, not a number",
             "line 7: sub: must be a string, not a number",
+            "line 8: email: must be a string, not a number",
+            "line 9: refresh_token: must be a string, not a number",
+            "line 10: external_user_id: \(whole)",
+            "line 11: external_user_id: \(whole)",
         ])
+        #expect(result.errors.count == 11 && result.errors[10].hasPrefix("line 13: is_private_email: "), "\(result.errors)")
         // The rejects file still names the row by what was given once: line 2's user and sub,
         // line 1's user only (its sub is the field given twice).
         let named = result.named.prefix(2)
         #expect(named.map(\.externalUserID) == ["u1", "u2"] && named.map(\.sub) == [nil, "s2"])
-        // Line 6 by its user and sub; line 7's integer user id is not text, and its sub is the bad field.
-        let numeric = result.named.suffix(2)
-        #expect(numeric.map(\.externalUserID) == ["u6", nil] && numeric.map(\.sub) == ["s6", nil])
+        // Each row named by what was given once as text (the user id also as a whole number);
+        // line 7's sub is the bad field, line 10's user id too.
+        let numeric = Array(result.named[4...8])
+        #expect(numeric.map(\.externalUserID) == ["u6", "7", "8", "u9", nil], "\(numeric)")
+        #expect(numeric.map(\.sub) == ["s6", nil, "s8", "s9", "s10"], "\(numeric)")
     }
 
     /// A line longer than a record may be is refused by line, and the rows after it still load:

@@ -22,7 +22,7 @@ public struct FileJWKSProvider: JWKSProvider {
         do {
             data = try InputFile.read(path)
         } catch {
-            throw JWKSError(field: "file", message: "cannot read \(path): \(error.reasonText)")
+            throw JWKSError(field: "file", message: "cannot read \(PrintableText.quotedPath(path)): \(error.reasonText)")
         }
         guard data.count <= JWKSet.maxDocumentBytes else {
             throw JWKSError(field: "file", message: "\(path) is \(data.count) bytes; the limit is \(JWKSet.maxDocumentBytes)")

@@ -7,7 +7,8 @@ import SIWACore
 /// byte-order mark is skipped):
 ///
 /// - `{`: JSON lines (one object per line; keys are column names, values strings, booleans,
-///   integers for `external_user_id`, or null). Line numbers count every line.
+///   whole numbers for `external_user_id`, `1`/`0` for `is_private_email`, or null; any other
+///   number, or an object or array, is a bad row naming the field). Line numbers count every line.
 /// - anything else: CSV with a header (RFC 4180, `CSVRecordParser`), columns in any order, names
 ///   compared case-insensitively. Line numbers are the file's (the header is line 1).
 ///
@@ -204,6 +205,12 @@ struct AccountFileReader {
             reason: "the line is longer than \(CSVRecordParser.defaultMaxRecordBytes) bytes; the rest of it was skipped"))
     }
 
+    /// `text` (a JSON number) when it is a whole number written as Int64 writes it back, else nil.
+    static func wholeNumber(_ text: String) -> String? {
+        guard let integer = Int64(text), String(integer) == text else { return nil }
+        return text
+    }
+
     private mutating func jsonRecord(_ raw: [UInt8]) {
         let line = jsonLine
         jsonLine += 1
@@ -222,12 +229,17 @@ struct AccountFileReader {
                 + CSVRecordParser.escaped(Array(unknown.utf8), limit: 40) + "' (fields: \(AccountColumns.all.joined(separator: ", ")))"))
             return
         }
-        // A refused row is still named in the rejects file by its user and sub, when given once as text.
+        // A refused row is still named in the rejects file by its user and sub, when given once
+        // (the user id as text or as a whole number).
         func refused(_ field: String, _ reason: String) -> ImportRowError {
             func single(_ name: String) -> String? {
                 let given = object.members.filter { $0.key == name }
-                guard given.count == 1, case .string(let text) = given[0].value else { return nil }
-                return text
+                guard given.count == 1 else { return nil }
+                switch given[0].value {
+                case .string(let text): return text
+                case .number(let text) where name == "external_user_id": return Self.wholeNumber(text)
+                default: return nil
+                }
             }
             return ImportRowError(line: line, field: field, reason: reason, externalUserID: single("external_user_id"),
                                   sub: single("sub").flatMap { AccountColumns.printableASCII(Array($0.utf8)) ? $0 : nil })
@@ -240,13 +252,24 @@ struct AccountFileReader {
             case .bool(let flag): fields[key] = .bool(flag)
             case .string(let text): fields[key] = .text(Array(text.utf8))
             case .number(let text):
-                guard let integer = Int64(text) else { return pending.errors.append(notAnObject) }
-                // Only the app's own user id may be an integer: a numeric token, sub or email is a
-                // broken export (a refresh token stored as a number would be sent to Apple, judged
-                // invalid_grant and mark the account invalid at the next validation).
-                guard key == "external_user_id" else { return pending.errors.append(refused(key, "must be a string, not a number")) }
-                fields[key] = .text(Array(String(integer).utf8))
-            case .nested: return pending.errors.append(notAnObject)
+                switch key {
+                case "external_user_id":
+                    // Kept exactly as written: a whole number in JSON's own form (no fraction,
+                    // exponent or -0), within 64 bits.
+                    guard let whole = Self.wholeNumber(text) else {
+                        return pending.errors.append(refused(key, "must be a string or a whole number (no fraction or exponent, "
+                            + "at most 19 digits)"))
+                    }
+                    fields[key] = .text(Array(whole.utf8))
+                case "is_private_email", "token_checked_at":
+                    // Checked as the CSV's text is: 1 and 0 are booleans; a time must be RFC 3339.
+                    fields[key] = .text(Array(text.utf8))
+                default:
+                    // A numeric token, sub or email is a broken export (a refresh token stored as a
+                    // number would be sent to Apple, judged invalid_grant and mark the account invalid).
+                    return pending.errors.append(refused(key, "must be a string, not a number"))
+                }
+            case .nested: return pending.errors.append(refused(key, "must be a string, not an object or an array"))
             }
         }
         append(AccountColumns.check(fields, line: line))

@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 /// What `accounts import` did. With `applied` false nothing was written (the file was refused).
 public struct AccountImportReport: Sendable, Encodable {
@@ -71,7 +72,7 @@ final class RejectsFile {
     init(path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw AccountImportError("--rejects '\(path)' cannot be created: \(String(cString: strerror(errno)).lowercased())"
+            throw AccountImportError("--rejects \(PrintableText.quotedPath(path)) cannot be created: \(String(cString: strerror(errno)).lowercased())"
                 + (errno == EEXIST ? " (it exists; name a new file)" : ""))
         }
         self.path = path

@@ -24,15 +24,16 @@ public enum IdentifierFormat {
 
 extension SIWAConfiguration {
     /// The team and client a job is planned for: the flags' values or `SIWA_TEAM_ID` and
-    /// `SIWA_CLIENT_ID`, checked for shape (a 10-character team ID; a client ID without whitespace
-    /// that is not the team ID).
+    /// `SIWA_CLIENT_ID`, checked for shape (a 10-character team ID; a client ID of printable ASCII
+    /// without spaces, at most 255 characters, that is not the team ID).
     /// - Throws: `ConfigurationError` naming the variable and flag.
     public func jobTarget(teamID: String?, clientID: String?) throws(ConfigurationError) -> (teamID: String, clientID: String) {
         let team = try IdentifierFormat.tenCharacterID(try require("SIWA_TEAM_ID", override: teamID, flag: "team-id"),
                                                        setting: "SIWA_TEAM_ID / --team-id", what: "team ID")
         let client = try require("SIWA_CLIENT_ID", override: clientID, flag: "client-id")
-        guard !client.contains(where: \.isWhitespace), client != team else {
-            throw ConfigurationError("SIWA_CLIENT_ID / --client-id '\(client)' is not a client ID (App ID or Services ID)")
+        guard !client.isEmpty, client.utf8.count <= 255, client.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), client != team else {
+            throw ConfigurationError("SIWA_CLIENT_ID / --client-id '\(IdentifierFormat.printable(client))' is not a client ID "
+                + "(App ID or Services ID: printable ASCII without spaces, e.g. com.example.app)")
         }
         return (team, client)
     }

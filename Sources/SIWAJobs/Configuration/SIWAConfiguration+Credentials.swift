@@ -126,7 +126,8 @@ extension SIWAConfiguration {
         do {
             return try InputFile.read(path, limit: 1 << 20, stdin: stdin)
         } catch {
-            throw ConfigurationError("\(what) '\(path)' cannot be read: \(error.reasonText)" + (setting.map { " (\($0))" } ?? ""))
+            throw ConfigurationError("\(what) \(PrintableText.quotedPath(path)) cannot be read: \(error.reasonText)"
+                + (setting.map { " (\($0))" } ?? ""))
         }
     }
 
