@@ -47,7 +47,7 @@ enum SignInCommand: Command {
         switch (arguments[code], arguments[codeFile]) {
         case (nil, nil): throw arguments.usageError("sign-in: --code-file (or --code) is required")
         case (_?, _?): throw arguments.usageError("sign-in: give --code or --code-file, not both")
-        case (nil, "-") where path == "-":
+        case (nil, let file?) where readsStdin(file) && readsStdin(path):
             throw arguments.usageError("sign-in: --identity-token-file and --code-file cannot both read stdin (-)")
         default: break
         }
@@ -84,6 +84,9 @@ enum SignInCommand: Command {
         say("sign-in \(id): \(result.line)")
         return .of(signInOutcome: result.outcome)
     }
+
+    /// `-`, or a name of standard input itself.
+    static func readsStdin(_ path: String) -> Bool { ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(path) }
 
     /// The longest identity token `siwa.submit_sign_in` takes (16 KiB), and the longest code read.
     static let identityTokenLimit = 16 * 1024, codeLimit = 4 * 1024

@@ -94,6 +94,7 @@ import Testing
             (["--identity-token-file", token], 64, "sign-in: --code-file (or --code) is required"),
             (["--identity-token-file", token, "--code", "c1", "--code-file", code], 64, "give --code or --code-file, not both"),
             (["--identity-token-file", "-", "--code-file", "-"], 64, "cannot both read stdin"),
+            (["--identity-token-file", "/dev/stdin", "--code-file", "-"], 64, "cannot both read stdin"),
             (["--identity-token-file", token, "--code-file", blank], 65,
              "--code-file '\(blank)': empty; it should hold the authorization code"),
             (["--identity-token-file", token, "--code-file", code + ".missing"], 66,

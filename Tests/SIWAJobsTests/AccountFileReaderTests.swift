@@ -117,6 +117,8 @@ import Testing
             + #"{"external_user_id":99999999999999999999,"sub":"s11"}"# + "\n"
             + #"{"external_user_id":-12,"sub":"s12","is_private_email":1}"# + "\n"
             + #"{"external_user_id":"u13","sub":"s13","is_private_email":2}"# + "\n"
+            + #"{"external_user_id":true,"sub":"s14"}"# + "\n"
+            + #"{"external_user_id":"u15","sub":false}"# + "\n"
         let result = try Self.read(text, chunk: chunk)
         #expect(result.rows.map(\.externalUserID) == ["u5", "-12"])
         #expect(result.rows.last?.isPrivateEmail == true)
@@ -133,7 +135,9 @@ import Testing
             "line 10: external_user_id: \(whole)",
             "line 11: external_user_id: \(whole)",
         ])
-        #expect(result.errors.count == 11 && result.errors[10].hasPrefix("line 13: is_private_email: "), "\(result.errors)")
+        #expect(result.errors.count == 13 && result.errors[10].hasPrefix("line 13: is_private_email: "), "\(result.errors)")
+        #expect(Array(result.errors.suffix(2)) == ["line 14: external_user_id: expected text, found a boolean",
+                                                   "line 15: sub: expected text, found a boolean"])
         // The rejects file still names the row by what was given once: line 2's user and sub,
         // line 1's user only (its sub is the field given twice).
         let named = result.named.prefix(2)

@@ -70,8 +70,13 @@ enum AccountColumns {
             if isPrivate == nil { fail("is_private_email", "expected true or false (also t/f, 1/0, yes/no)") }
         default: break
         }
-        guard let user else { return .failure(ImportRowError(line: line, field: "external_user_id", reason: "is empty")) }
+        // A required field given as a boolean says so (`fail` above), not that it is empty.
+        guard let user else {
+            if let error, error.field == "external_user_id" { return .failure(error) }
+            return .failure(ImportRowError(line: line, field: "external_user_id", reason: "is empty"))
+        }
         guard let sub else {
+            if let error, error.field == "sub" { return .failure(error) }
             return .failure(ImportRowError(line: line, field: "sub", reason: "is empty", externalUserID: String(decoding: user, as: UTF8.self)))
         }
         if user.count > maxUserIDBytes { fail("external_user_id", "is longer than \(maxUserIDBytes) bytes") }
