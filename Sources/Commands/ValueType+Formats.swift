@@ -20,6 +20,19 @@ extension ValueType where Value == String {
         }
     }
 
+    /// An Apple client ID (an App ID or Services ID, e.g. `com.example.app`): printable ASCII
+    /// without spaces, at most 255 characters. The environment's `SIWA_CLIENT_ID` follows the
+    /// same rule (`SIWAConfiguration.jobTarget`).
+    public static var appleClientID: ValueType<String> {
+        ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
+            guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
+            guard text.utf8.count <= 255, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw ValueError(expected: "a client ID (App ID or Services ID: printable ASCII without spaces, e.g. com.example.app)")
+            }
+            return text
+        }
+    }
+
     /// An `http://` or `https://` URL with a host, e.g. a sandbox's base URL
     /// (`http://127.0.0.1:8080`). A trailing `/` is dropped so paths can be appended.
     public static var httpURL: ValueType<String> {

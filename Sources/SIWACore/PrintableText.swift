@@ -2,12 +2,15 @@
 /// characters escaped (a newline or an escape sequence never reaches a terminal or a log raw) and
 /// at most `limit` characters, so a pasted megabyte is one short line.
 public enum PrintableText {
-    /// The first `limit` Unicode scalars of `text`, each control character written as its Swift
-    /// escape (`\n`, `\u{1B}`).
+    /// The first `limit` Unicode scalars of `text`, each control or format character written as
+    /// its Swift escape (`\n`, `\u{1B}`, `\u{202E}`).
     public static func escapedPrefix(_ text: String, limit: Int = 60) -> String {
         var out = ""
         for scalar in text.unicodeScalars.prefix(limit) {
-            out += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+            // Control characters, and format characters too (a right-to-left override, a zero-width
+            // space, a byte-order mark), which reorder or hide what a terminal shows.
+            let category = scalar.properties.generalCategory
+            out += category == .control || category == .format ? scalar.escaped(asASCII: true) : String(scalar)
         }
         return out
     }

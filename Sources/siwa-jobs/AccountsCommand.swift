@@ -26,15 +26,14 @@ enum AccountsImportCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let settings = context.configuration
         let path = try arguments.required(file)
-        let team = try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
-        let client = try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
+        let (team, client) = try settings.jobTarget(teamID: arguments[CommonOptions.teamID], clientID: arguments[CommonOptions.clientID])
         let keyring = try settings.keyring()
         let report = try await Transfer.withPool(context) { pool in
             try await AccountImporter(pool: pool, keyring: keyring).run(
                 path: path, teamID: team, clientID: client, rejectsPath: arguments[rejects],
                 createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
         }
-        let name = path == "-" ? "standard input" : path
+        let name = path == "-" ? "standard input" : PrintableText.quotedPath(path)
         if arguments[json] {
             let data = try JSONEncoder.sorted.encode(report)
             say(String(decoding: data, as: UTF8.self))
@@ -59,7 +58,7 @@ enum AccountsImportCommand: Command {
                 + "\(counted(report.tokensSealed, "refresh token")) encrypted")
             if let out = arguments[rejects], report.rejected > 0 {
                 say("\(counted(report.rejected, "row")) rejected, written with \(report.rejected == 1 ? "its reason" : "their reasons") "
-                    + "to \(out)")
+                    + "to \(PrintableText.quotedPath(out))")
             }
         }
         return .of(report)
@@ -80,8 +79,7 @@ enum AccountsExportCommand: Command {
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let settings = context.configuration
-        let team = try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id")
-        let client = try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id")
+        let (team, client) = try settings.jobTarget(teamID: arguments[CommonOptions.teamID], clientID: arguments[CommonOptions.clientID])
         let path = arguments[out]
         // A new file, whole or not at all (`OutputFile`, published by link(2): never over a file).
         func refusal(_ code: Int32) -> CommandFailure {
@@ -104,7 +102,7 @@ enum AccountsExportCommand: Command {
         let count = try exported.get()
         if let file {
             do { try file.publish() } catch { throw refusal(error.code) }
-            say("exported \(count) accounts of team \(team) client \(client) to \(path)")
+            say("exported \(count) accounts of team \(team) client \(client) to \(PrintableText.quotedPath(path))")
         } else {
             complain("exported \(count) accounts of team \(team) client \(client)")
         }

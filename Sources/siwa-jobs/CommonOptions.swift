@@ -19,7 +19,7 @@ enum CommonOptions {
         return url
     }
     static let teamID = Declare.option("team-id", "T", teamIDValue, help: "the team ID", environment: ["SIWA_TEAM_ID"])
-    static let clientID = Declare.option("client-id", "C", .string, help: "the client ID (App ID or Services ID)",
+    static let clientID = Declare.option("client-id", "C", .appleClientID, help: "the client ID (App ID or Services ID)",
                                          environment: ["SIWA_CLIENT_ID"])
     static let keyID = Declare.option("key-id", "K", keyIDValue, help: "the key ID (kid) of the .p8 key",
                                      environment: ["SIWA_KEY_ID"])

@@ -85,19 +85,26 @@ enum SignInCommand: Command {
         return .of(signInOutcome: result.outcome)
     }
 
-    /// `-`, or a name of standard input itself.
-    static func readsStdin(_ path: String) -> Bool { ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(path) }
+    /// `-`, or a path naming the file standard input is (`/dev/stdin`, `/dev/fd/0`, a link to it,
+    /// or the very file redirected in), compared by device and inode.
+    static func readsStdin(_ path: String) -> Bool {
+        if path == "-" { return true }
+        var named = stat(), input = stat()
+        guard stat(path, &named) == 0, fstat(STDIN_FILENO, &input) == 0 else { return false }
+        return named.st_dev == input.st_dev && named.st_ino == input.st_ino
+    }
 
     /// The longest identity token `siwa.submit_sign_in` takes (16 KiB), and the longest code read.
     static let identityTokenLimit = 16 * 1024, codeLimit = 4 * 1024
 
     /// The trimmed text of `path` (`-`: stdin), at most `limit` bytes, checked by `checkSecret`.
     /// - Throws: `InputFileError` (exit 66) naming `--flag` when it cannot be read or is larger than
-    ///   `limit`; `CommandFailure` `.refusedInput` (exit 65) naming `--flag` and the file when it
+    ///   `limit` + 1 KiB; `CommandFailure` `.refusedInput` (exit 65) naming `--flag` and the file when it
     ///   holds nothing but white space or a byte a token or code cannot hold. The content is never shown.
     private static func readSecret(_ path: String, flag: String, what: String, limit: Int) throws -> String {
         let data: [UInt8]
-        do { data = try InputFile.read(path, limit: limit, stdin: true) } catch { throw error.named(by: "--\(flag)") }
+        // Room for surrounding white space (a trailing newline, CRLF); the value itself is held to `limit`.
+        do { data = try InputFile.read(path, limit: limit + 1024, stdin: true) } catch { throw error.named(by: "--\(flag)") }
         let source = "--\(flag) \(path == "-" ? "(stdin)" : PrintableText.quotedPath(path))"
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { throw CommandFailure("\(source): empty; it should hold \(what)", kind: .refusedInput) }
@@ -117,7 +124,7 @@ enum SignInCommand: Command {
         }
         if let offset = text.utf8.firstIndex(where: { $0 < 0x21 || $0 > 0x7E }) {
             let position = text.utf8.distance(from: text.utf8.startIndex, to: offset) + 1
-            throw CommandFailure("\(source): byte \(position) is not printable ASCII (a space, a line break, a control "
+            throw CommandFailure("\(source): byte \(position) (after any surrounding white space) is not printable ASCII (a space, a line break, a control "
                 + "character or non-ASCII text); it should hold \(what), nothing else", kind: .refusedInput)
         }
     }

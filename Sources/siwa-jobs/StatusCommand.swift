@@ -1,6 +1,7 @@
 import Commands
 import Foundation
 import Postgres
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs status [--job N] [--sandbox URL] [--watch]`: progress from the `siwa.job_progress` view
@@ -42,11 +43,12 @@ enum StatusCommand: Command {
             throw CommandFailure("job \(jobID) not found")
         }
         for job in jobs {
-            say("job \(job.jobID) \(job.kind) [\(job.state)] items=\(job.items) terminal=\(job.terminal) "
+            say("job \(job.jobID) \(IdentifierFormat.printable(job.kind)) [\(job.state)] items=\(job.items) terminal=\(job.terminal) "
                 + "succeeded=\(job.succeeded) failed=\(job.failed) discarded=\(job.discarded) "
                 + "available=\(job.available) running=\(job.running) retried=\(job.retried) "
                 + "valid=\(job.valid) invalid=\(job.invalid)" + String(format: " elapsed_s=%.1f", job.elapsedSeconds))
-            if let reason = job.pausedReason { say("  paused: \(reason)") }
+            // Rows may hold anything a hand-written UPDATE put there: control characters escaped.
+            if let reason = job.pausedReason { say("  paused: \(PrintableText.escapedPrefix(reason, limit: 4000))") }
         }
         guard let url = arguments[sandbox] else { return .success }
         // The truth is about one team's and client's tokens: compare the latest refresh validation
@@ -58,7 +60,7 @@ enum StatusCommand: Command {
         guard let compared = validations.last(where: { $0.teamID == team && $0.clientID == client }) else {
             if let jobID {
                 throw CommandFailure(last.kind != "refresh-validation"
-                    ? "--sandbox: job \(jobID) is a \(last.kind) job; the sandbox's truth is compared with a refresh-validation job"
+                    ? "--sandbox: job \(jobID) is a \(IdentifierFormat.printable(last.kind)) job; the sandbox's truth is compared with a refresh-validation job"
                     : "--sandbox: job \(jobID) validates team \(IdentifierFormat.printable(last.teamID ?? "?")) client "
                         + "'\(IdentifierFormat.printable(last.clientID ?? "?"))', not team \(team) "
                         + "client '\(client)' (give --team-id and --client-id, or SIWA_TEAM_ID and SIWA_CLIENT_ID, of its team and client)")

@@ -60,7 +60,8 @@ enum TokenVerifyCommand: Command {
         if let file = arguments[tokenFile] {
             guard arguments[token] == nil else { throw arguments.usageError("token verify: give TOKEN or --token-file, not both") }
             let data: [UInt8]
-            do { data = try InputFile.read(file, stdin: true) } catch { throw error.named(by: "--token-file") }   // 66
+            // At most 256 KiB (a JWT is a few): /dev/zero or a wrong file is refused, not read until memory runs out.
+            do { data = try InputFile.read(file, limit: 256 * 1024, stdin: true) } catch { throw error.named(by: "--token-file") }   // 66
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard let token = arguments[token] else { throw arguments.usageError("token verify: expected one TOKEN (or --token-file F)") }

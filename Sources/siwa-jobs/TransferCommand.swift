@@ -1,6 +1,7 @@
 import Commands
 import Postgres
 import Queue
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs transfer export`: plan the sending team's side of an app transfer.
@@ -26,10 +27,10 @@ enum TransferExportCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let settings = context.configuration
         let canarySize = arguments[canary]
+        let (team, client) = try settings.jobTarget(teamID: arguments[CommonOptions.teamID], clientID: arguments[CommonOptions.clientID])
         let job = try await Transfer.withEnqueuer(context) { enqueuer in
             try await enqueuer.enqueueTransferExport(
-                teamID: try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id"),
-                clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
+                teamID: team, clientID: client,
                 target: try arguments.required(target), transferDate: try arguments.required(Transfer.transferDate),
                 canary: canarySize, retryFailed: arguments[retryFailed], maxAttempts: arguments[maxAttempts],
                 priority: arguments[priority], createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
@@ -59,7 +60,7 @@ enum TransferExportCSVCommand: Command {
             try await TransferCSVExporter(pool: pool).write(jobID: jobID, to: path, allowIncomplete: arguments[allowIncomplete],
                                                             overwrite: arguments[force])
         }
-        say("wrote \(file.rows) rows to \(path) for target \(file.target) (refused by Apple, not in the file: \(file.refused); "
+        say("wrote \(file.rows) rows to \(PrintableText.quotedPath(path)) for target \(file.target) (refused by Apple, not in the file: \(file.refused); "
             + "not yet exported: \(file.missing))")
         return .success
     }
@@ -82,23 +83,24 @@ enum TransferImportCSVCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> ExitCode {
         let settings = context.configuration
         let path = try arguments.required(file)
+        let (team, client) = try settings.jobTarget(teamID: arguments[CommonOptions.teamID], clientID: arguments[CommonOptions.clientID])
         let report = try await Transfer.withPool(context) { pool in
             try await TransferCSVLoader(pool: pool, clock: context.clock).load(
-                path: path, teamID: try settings.require("SIWA_TEAM_ID", override: arguments[CommonOptions.teamID], flag: "team-id"),
-                clientID: try settings.require("SIWA_CLIENT_ID", override: arguments[CommonOptions.clientID], flag: "client-id"),
+                path: path, teamID: team, clientID: client,
                 sourceTeamID: arguments[sourceTeamID], transferDate: try arguments.required(Transfer.transferDate),
                 createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
         }
         report.notes.forEach { say("note: \($0)") }
         guard let id = report.importID else {
-            var lines = report.errors.map { "\(path): \($0)" }
+            let shown = path == "-" ? "-" : PrintableText.quotedPath(path)
+            var lines = report.errors.map { "\(shown): \($0)" }
             if report.errorCount > report.errors.count {
-                lines.append("\(path): ... and \(counted(report.errorCount - report.errors.count, "more error"))")
+                lines.append("\(shown): ... and \(counted(report.errorCount - report.errors.count, "more error"))")
             }
-            lines.append("\(path): refused (\(counted(report.errorCount, "error"))); nothing was loaded")
+            lines.append("\(shown): refused (\(counted(report.errorCount, "error"))); nothing was loaded")
             throw CommandFailure(lines: lines, kind: .refusedInput)
         }
-        say("loaded import \(id): \(report.rows) rows from \(path) (\(report.bytes) bytes); "
+        say("loaded import \(id): \(report.rows) rows from \(path == "-" ? "-" : PrintableText.quotedPath(path)) (\(report.bytes) bytes); "
             + "next: siwa-jobs transfer import --import \(id)")
         return .success
     }

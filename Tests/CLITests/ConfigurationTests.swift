@@ -61,6 +61,12 @@ import TestSupport
         #expect(IdentifierFormat.printable("com.example.app") == "com.example.app")
         #expect(IdentifierFormat.printable("a\nb\u{1B}[31m") == "a\\nb\\u{1B}[31m")
         #expect(IdentifierFormat.printable(String(repeating: "x", count: 100)) == String(repeating: "x", count: 60) + "... (100 characters)")
+        // Format characters reorder or hide text on a terminal: a right-to-left override, a
+        // zero-width space, a byte-order mark are escaped too; other non-ASCII text is kept.
+        #expect(IdentifierFormat.printable("\u{202E}com.evil\u{200B}\u{FEFF}é") == "\\u{202E}com.evil\\u{200B}\\u{FEFF}é")
+        #expect(PrintableText.quotedPath("/tmp/a\nb") == "'/tmp/a\\nb'")
+        #expect(PrintableText.quotedPath("/" + String(repeating: "p", count: 299))
+            == "'/" + String(repeating: "p", count: 255) + "'... (300 characters)")
     }
 
     @Test func logging() {

@@ -26,6 +26,8 @@ import Testing
             (["seed", "--accounts", "1", "--sandbox", "127.0.0.1:8080"], "--sandbox: expected an http:// or https:// URL"),
             (["transfer", "export-csv", "--job", "1", "--out", "-"], "--out: expected a file path"),
             (["keygen", "--out", "-"], "--out: expected a file path"),
+            (["enqueue", "refresh-validation", "--client-id", "com.example app"], "--client-id: expected a client ID"),
+            (["accounts", "import", "/dev/null", "--client-id", "com.x\u{1}y"], "--client-id: expected a client ID"),
         ]
         for (arguments, message) in runs {
             let run = try await BinaryProcess.run(arguments, environment: db.environment)
@@ -51,11 +53,25 @@ import Testing
             #expect(run.status == 78 && run.stderr.contains("SIWA_TEAM_ID") && run.stderr.contains("'abc' is not a team ID"),
                     "\(arguments): \(run.status) \(run.stderr)")
         }
+        // A malformed SIWA_CLIENT_ID is configuration too, in every command that takes a client,
+        // quoted escaped (accounts import and transfer import-csv had stored it).
+        for arguments in [["enqueue", "refresh-validation"], ["accounts", "import", "/dev/null"],
+                          ["transfer", "import-csv", "/dev/null", "--transfer-date", "2026-12-01"],
+                          ["sign-in", "--identity-token-file", tokenFile, "--code", "c1", "--timeout-seconds", "1"]] {
+            var env = environment
+            env["SIWA_TEAM_ID"] = "TEAM000001"
+            env["SIWA_CLIENT_ID"] = "com.x\u{1B}[31m"
+            env["SIWA_TOKEN_KEY"] = String(repeating: "ab", count: 32)
+            let run = try await BinaryProcess.run(arguments, environment: env)
+            #expect(run.status == 78 && run.stderr.contains("SIWA_CLIENT_ID / --client-id 'com.x\\u{1B}[31m' is not a client ID"),
+                    "\(arguments): \(run.status) \(run.stderr)")
+        }
         environment["SIWA_APPLE_BASE_URL"] = "ftp://x"
         let seed = try await BinaryProcess.run(["seed", "--accounts", "1"], environment: environment.merging(["SIWA_TEAM_ID": "TEAM000001"]) { $1 })
         #expect(seed.status == 78 && seed.stderr.contains("SIWA_APPLE_BASE_URL 'ftp://x' is not an http(s) URL"), "\(seed.stderr)")
         #expect(try await db.scalar("SELECT count(*)::int FROM siwa.sign_ins", as: Int.self) == 0)
         #expect(try await db.scalar("SELECT count(*)::int FROM siwa.jobs", as: Int.self) == 0)
+        #expect(try await db.scalar("SELECT count(*)::int FROM siwa.transfer_imports", as: Int.self) == 0)
         await db.drop()
     }
 
@@ -84,13 +100,14 @@ import Testing
         try Data(String(repeating: "SECRETDD", count: 2_500).utf8).write(to: URL(fileURLWithPath: huge))
         let runs: [([String], Int32, String)] = [
             (["--identity-token-file", token, "--code-file", twoLines], 65,
-             "--code-file '\(twoLines)': byte 9 is not printable ASCII"),
-            (["--identity-token-file", nul, "--code", "c1"], 65, "--identity-token-file '\(nul)': byte 7 is not printable ASCII"),
-            (["--identity-token-file", token, "--code", "X\nSECRETEE"], 65, "--code: byte 2 is not printable ASCII"),
+             "--code-file '\(twoLines)': byte 9 (after any surrounding white space) is not printable ASCII"),
+            (["--identity-token-file", nul, "--code", "c1"], 65, "--identity-token-file '\(nul)': byte 7 (after any surrounding white space) is not printable ASCII"),
+            (["--identity-token-file", token, "--code", "X\nSECRETEE"], 65, "--code: byte 2 (after any surrounding white space) is not printable ASCII"),
             (["--identity-token-file", huge, "--code", "c1"], 66,
-             "--identity-token-file '\(huge)' cannot be read: larger than 16384 bytes"),
-            (["--identity-token-file", token, "--code", "c1", "--client-id", "com.x\u{1B}[31m"], 78,
-             "--client-id 'com.x\\u{1B}[31m' is not a client ID"),
+             "--identity-token-file '\(huge)' cannot be read: larger than 17408 bytes"),
+            (["--identity-token-file", token, "--code", "c1", "--client-id", "com.x\u{1B}[31m"], 64,
+             "--client-id: expected a client ID (App ID or Services ID: printable ASCII without spaces, e.g. com.example.app), "
+                + "got 'com.x\\u{1B}[31m'"),
             (["--identity-token-file", token], 64, "sign-in: --code-file (or --code) is required"),
             (["--identity-token-file", token, "--code", "c1", "--code-file", code], 64, "give --code or --code-file, not both"),
             (["--identity-token-file", "-", "--code-file", "-"], 64, "cannot both read stdin"),
@@ -169,6 +186,13 @@ import Testing
                                                environment: environment.merging(["SIWA_CLIENT_ID": "com.example.y"]) { $1 })
         #expect(none.status == 1 && none.stderr.contains("no refresh-validation job of team TEAM000001 client 'com.example.y'"),
                 "\(none.status) \(none.stderr)")
+        // What a row holds is shown with its control characters escaped (a reason written by hand).
+        let paused = try await db.scalar("""
+            INSERT INTO siwa.jobs (kind, spec, item_count, state, paused_reason)
+            VALUES ('noop', '{}', 0, 'paused', E'bad\\nline\\u001b[31m') RETURNING id::int
+            """, as: Int.self)
+        let shown = try await BinaryProcess.run(["status", "--job", "\(paused)"], environment: environment)
+        #expect(shown.status == 0 && shown.stdout.contains("  paused: bad\\nline\\u{1B}[31m"), "\(shown.stdout)")
         // A job id that does not exist is said as such; an outcome no result has is pointed out.
         let missing = try await BinaryProcess.run(["results", "export", "--job", "999999", "--format", "csv"], environment: environment)
         #expect(missing.status == 1 && missing.stderr.contains("job 999999 not found") && missing.stdout.isEmpty, "\(missing.stderr)")

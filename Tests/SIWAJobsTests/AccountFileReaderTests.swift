@@ -122,7 +122,7 @@ import Testing
         let result = try Self.read(text, chunk: chunk)
         #expect(result.rows.map(\.externalUserID) == ["u5", "-12"])
         #expect(result.rows.last?.isPrivateEmail == true)
-        let whole = "must be a string or a whole number (no fraction or exponent, at most 19 digits)"
+        let whole = "must be a string or a whole number (no fraction or exponent, within the 64-bit integer range)"
         #expect(Array(result.errors.prefix(10)) == [
             "line 1: sub: is given more than once in the object",
             "line 2: is_private_email: is given more than once in the object",
@@ -138,6 +138,9 @@ import Testing
         #expect(result.errors.count == 13 && result.errors[10].hasPrefix("line 13: is_private_email: "), "\(result.errors)")
         #expect(Array(result.errors.suffix(2)) == ["line 14: external_user_id: expected text, found a boolean",
                                                    "line 15: sub: expected text, found a boolean"])
+        // ... and still name the row by the other required field.
+        let booleans = Array(result.named.suffix(2))
+        #expect(booleans.map(\.externalUserID) == [nil, "u15"] && booleans.map(\.sub) == ["s14", nil], "\(booleans)")
         // The rejects file still names the row by what was given once: line 2's user and sub,
         // line 1's user only (its sub is the field given twice).
         let named = result.named.prefix(2)

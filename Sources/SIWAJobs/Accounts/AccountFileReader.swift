@@ -258,7 +258,7 @@ struct AccountFileReader {
                     // exponent or -0), within 64 bits.
                     guard let whole = Self.wholeNumber(text) else {
                         return pending.errors.append(refused(key, "must be a string or a whole number (no fraction or exponent, "
-                            + "at most 19 digits)"))
+                            + "within the 64-bit integer range)"))
                     }
                     fields[key] = .text(Array(whole.utf8))
                 case "is_private_email", "token_checked_at":

@@ -70,14 +70,18 @@ enum AccountColumns {
             if isPrivate == nil { fail("is_private_email", "expected true or false (also t/f, 1/0, yes/no)") }
         default: break
         }
-        // A required field given as a boolean says so (`fail` above), not that it is empty.
+        // A required field given as a boolean says so (`fail` above), not that it is empty; the
+        // refusal still names the row by the other one, for the rejects file.
         guard let user else {
-            if let error, error.field == "external_user_id" { return .failure(error) }
-            return .failure(ImportRowError(line: line, field: "external_user_id", reason: "is empty"))
+            var refusal = (error?.field == "external_user_id" ? error : nil)
+                ?? ImportRowError(line: line, field: "external_user_id", reason: "is empty")
+            refusal.sub = sub.flatMap { printableASCII($0) ? String(decoding: $0, as: UTF8.self) : nil }
+            return .failure(refusal)
         }
         guard let sub else {
-            if let error, error.field == "sub" { return .failure(error) }
-            return .failure(ImportRowError(line: line, field: "sub", reason: "is empty", externalUserID: String(decoding: user, as: UTF8.self)))
+            var refusal = (error?.field == "sub" ? error : nil) ?? ImportRowError(line: line, field: "sub", reason: "is empty")
+            refusal.externalUserID = String(validating: user, as: UTF8.self)
+            return .failure(refusal)
         }
         if user.count > maxUserIDBytes { fail("external_user_id", "is longer than \(maxUserIDBytes) bytes") }
         if user.contains(where: { $0 < 0x20 || $0 == 0x7F }) { fail("external_user_id", "contains a control character") }

@@ -35,7 +35,7 @@ extension SIWAConfiguration {
         if let path = keyFile ?? value("SIWA_KEY_FILE") {
             try checkKeyFilePermissions(path, what: "key file", setting: "SIWA_KEY_FILE / --key-file")
             pem = try Self.readText(path, what: "key file", setting: "SIWA_KEY_FILE / --key-file", stdin: keyFile != nil)
-            source = "key file '\(path)'"
+            source = "key file \(PrintableText.quotedPath(path))"
         } else if let inline = inlineKey {
             pem = inline
             source = "SIWA_PRIVATE_KEY"

@@ -26,7 +26,7 @@ extension SIWAConfiguration {
     /// - Throws: `ConfigurationError` giving the mode and both ways out (chmod, or the override).
     func checkKeyFilePermissions(_ path: String, what: String, setting: String?) throws(ConfigurationError) {
         guard !allowsInsecureKeyPermissions, let mode = Self.insecureMode(of: path) else { return }
-        throw ConfigurationError("\(what) '\(path)' \(Self.describe(mode)): chmod 600 it (or pass "
+        throw ConfigurationError("\(what) \(PrintableText.quotedPath(path)) \(Self.describe(mode)): chmod 600 it (or pass "
             + "--allow-insecure-key-permissions / set \(Self.allowInsecureKeyPermissionsVariable)=1)", setting: setting)
     }
 

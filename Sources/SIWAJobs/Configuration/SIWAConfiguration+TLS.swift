@@ -21,7 +21,7 @@ extension SIWAConfiguration {
             throw ConfigurationError("\(error)", setting: Self.caFileVariable)
         }
         guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
-            throw ConfigurationError("'\(path)' holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            throw ConfigurationError("\(PrintableText.quotedPath(path)) holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
                                      setting: Self.caFileVariable)
         }
         return path

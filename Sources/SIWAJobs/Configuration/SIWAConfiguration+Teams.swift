@@ -77,7 +77,7 @@ extension SIWAConfiguration {
     func teamsFileEntries(_ path: String) throws(ConfigurationError) -> [(index: Int, credentials: AppleCredentials)] {
         let entries = try Self.decodeTeamsFile(path)
         guard !entries.isEmpty else {
-            throw ConfigurationError("SIWA_TEAMS_FILE '\(path)' lists no team: add at least one entry, or unset SIWA_TEAMS_FILE")
+            throw ConfigurationError("SIWA_TEAMS_FILE \(PrintableText.quotedPath(path)) lists no team: add at least one entry, or unset SIWA_TEAMS_FILE")
         }
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         var out: [(index: Int, credentials: AppleCredentials)] = []
@@ -90,7 +90,7 @@ extension SIWAConfiguration {
             let pem = try Self.readText(keyPath, what: "\(at).key_file", setting: nil)
             let key: P256PrivateKey
             do { key = try P256PrivateKey(pem: pem) } catch {
-                throw ConfigurationError("\(at).key_file '\(keyPath)' is not a usable Sign in with Apple key: \(error)")
+                throw ConfigurationError("\(at).key_file \(PrintableText.quotedPath(keyPath)) is not a usable Sign in with Apple key: \(error)")
             }
             for client in entry.client_ids {
                 if let first = seen["\(entry.team_id) \(client)"] {
@@ -119,7 +119,7 @@ extension SIWAConfiguration {
             }
             return try JSONDecoder().decode(TeamEntry.Wrapped.self, from: data).teams
         } catch {
-            throw ConfigurationError("SIWA_TEAMS_FILE '\(path)': expected [{\"team_id\", \"key_id\", \"key_file\", "
+            throw ConfigurationError("SIWA_TEAMS_FILE \(PrintableText.quotedPath(path)): expected [{\"team_id\", \"key_id\", \"key_file\", "
                 + "\"client_ids\": [...]}] or {\"teams\": [...]} (\(describe(error)))")
         }
     }
