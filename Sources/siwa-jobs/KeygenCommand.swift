@@ -29,13 +29,13 @@ enum KeygenCommand: Command {
                 return .success
             }
             try SecretFile.write(Array((key + "\n").utf8), to: path, overwrite: overwrite, in: arguments)
-            say("wrote \(path) (32-byte token encryption key, hex; use as SIWA_TOKEN_KEY_FILE)")
+            say("wrote \(PrintableText.quotedPath(path)) (32-byte token encryption key, hex; use as SIWA_TOKEN_KEY_FILE)")
             return .success
         }
         guard let path = arguments[out] else { throw arguments.usageError("keygen: --out FILE or --token-key is required") }
         let key = try P256PrivateKey.generate()
         try SecretFile.write(Array(key.pkcs8PEM.utf8), to: path, overwrite: overwrite, in: arguments)
-        say("wrote \(path) (P-256, PKCS#8); public key:")
+        say("wrote \(PrintableText.quotedPath(path)) (P-256, PKCS#8); public key:")
         say(key.publicKey.spkiPEM)
         return .success
     }
@@ -49,8 +49,8 @@ enum SecretFile {
     static func write(_ bytes: [UInt8], to path: String, overwrite: Bool, in arguments: ParsedArguments) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard !isDirectory.boolValue else { throw arguments.usageError("keygen: '\(path)' is a directory") }
-            guard overwrite else { throw arguments.usageError("keygen: '\(path)' exists; pass --force to overwrite") }
+            guard !isDirectory.boolValue else { throw arguments.usageError("keygen: \(PrintableText.quotedPath(path)) is a directory") }
+            guard overwrite else { throw arguments.usageError("keygen: \(PrintableText.quotedPath(path)) exists; pass --force to overwrite") }
         }
         let target = overwrite ? path + ".tmp-\(getpid())" : path
         let fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0o600)
@@ -65,7 +65,7 @@ enum SecretFile {
         }
         if overwrite, rename(target, path) != 0 {
             unlink(target)
-            throw ConfigurationError("keygen: cannot replace '\(path)': \(String(cString: strerror(errno)))")
+            throw ConfigurationError("keygen: cannot replace \(PrintableText.quotedPath(path)): \(String(cString: strerror(errno)))")
         }
     }
 }

@@ -9,7 +9,7 @@ import SIWAJobs
 enum NotificationsSendCommand: Command {
     static let to = Declare.option("to", "URL", .string, help: "the receiver's URL", required: true)
     static let sandbox = Declare.option("sandbox", "URL", CommonOptions.sandboxURL, help: "the sandbox that signs the notifications", required: true)
-    static let clientID = Declare.option("client-id", "C", .string, help: "the audience (aud) of the notifications", required: true)
+    static let clientID = Declare.option("client-id", "C", .appleClientID, help: "the audience (aud) of the notifications", required: true)
     static let sub = Declare.option("sub", "S", .string, help: "the account the notifications are about")
     static let subsFile = Declare.option("subs-file", "F", .string, help: "a file of subs, one per line (with or instead of --sub)")
     static let count = Declare.option("count", "N", .integer(in: 1...1_000_000), help: "how many notifications",
@@ -30,7 +30,8 @@ enum NotificationsSendCommand: Command {
         var subs: [String] = arguments[sub].map { [$0] } ?? []
         if let file = arguments[subsFile] {
             let data: [UInt8]
-            do { data = try InputFile.read(file, stdin: true) } catch { throw arguments.usageError("--subs-file: \(error)") }
+            // At most 64 MiB (a million subs): /dev/zero or a wrong file is refused (66), not read until memory runs out.
+            do { data = try InputFile.read(file, limit: 64 << 20, stdin: true) } catch { throw error.named(by: "--subs-file") }
             subs += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
         }
         guard !subs.isEmpty else { throw arguments.usageError("notifications send: give --sub S or --subs-file F") }

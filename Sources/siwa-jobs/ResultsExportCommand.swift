@@ -1,6 +1,7 @@
 import Commands
 import Foundation
 import Postgres
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs results export --job N [--outcome O]... --format csv|jsonl [--out FILE]`: a job's
@@ -43,7 +44,7 @@ enum ResultsExportCommand: Command {
         if case .failure = written { file?.discard() }
         let (rows, known) = try written.get()
         do { try file?.publish() } catch { throw CommandFailure(error.description) }
-        if let path { complain("results export: \(counted(rows, "row")) of job \(id) written to \(path)") }
+        if let path { complain("results export: \(counted(rows, "row")) of job \(id) written to \(PrintableText.quotedPath(path))") }
         let unknown = arguments[outcome].filter { !known.contains($0) }
         if !unknown.isEmpty {
             // Not an error (a job may simply have none), but a typo should not pass unseen.

@@ -13,7 +13,7 @@ enum TokenVerifyCommand: Command {
     static let tokenFile = Declare.option("token-file", "F", .string, help: "read the token from a file; - reads stdin")
     static let jwks = Declare.option("jwks", "FILE|URL", .string, help: "the JWKS: a file, or a URL such as "
                                         + "https://appleid.apple.com/auth/keys (http only to a loopback host)", required: true)
-    static let clientIDs = Declare.repeated("client-id", "C", .string, help: "an accepted audience (aud); repeat it for more",
+    static let clientIDs = Declare.repeated("client-id", "C", .appleClientID, help: "an accepted audience (aud); repeat it for more",
                                             required: true)
     static let at = Declare.option("at", "TIME", .custom("an ISO 8601 time such as 2024-01-31T12:00:00Z or epoch seconds such as "
                                                        + "1706702400", parseTime),

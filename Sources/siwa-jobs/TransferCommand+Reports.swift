@@ -1,4 +1,5 @@
 import Commands
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs transfer status [--job N]`: window, canary and counts of transfer jobs.
@@ -33,7 +34,7 @@ enum TransferStatusCommand: Command {
         }
         say("  items=\(job.items) succeeded=\(job.succeeded) failed=\(job.failed) "
             + "discarded=\(job.discarded) available=\(job.available) running=\(job.running)")
-        if let reason = job.pausedReason { say("  paused: \(reason)") }
+        if let reason = job.pausedReason { say("  paused: \(PrintableText.escapedPrefix(reason, limit: 4000))") }
     }
 }
 

@@ -129,13 +129,36 @@ import Testing
     }
 
     /// A token file that cannot be read is unreadable input (66) naming the flag, as every other
-    /// input file is; it used to be a usage error (64).
-    @Test func anUnreadableTokenFileIsNoInput() async throws {
-        let missing = "/nonexistent/token\u{1B}[2J.jwt"
-        let run = try await BinaryProcess.run(["token", "verify", "--jwks", "/dev/null", "--client-id", "com.example.app",
-                                                "--token-file", missing], environment: [:])
-        #expect(run.status == 66 && run.stderr.contains("--token-file '/nonexistent/token\\u{1B}[2J.jwt' cannot be read: no such file"),
-                "\(run.status) \(run.stderr)")
+    /// input file is (it used to be a usage error, 64); a file that never ends (/dev/zero) is
+    /// refused at a limit instead of read until memory runs out; every --client-id is checked by
+    /// the parser; paths are quoted escaped.
+    @Test func inputsAreBoundedAndNamed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bounded-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let token = directory.appendingPathComponent("token.txt").path
+        try Data("e30.e30.c2ln".utf8).write(to: URL(fileURLWithPath: token))
+        let odd = directory.appendingPathComponent("k\ney").path
+        try FileManager.default.createDirectory(atPath: odd, withIntermediateDirectories: true)
+        let shape = "--client-id: expected a client ID (App ID or Services ID: printable ASCII without spaces, e.g. com.example.app)"
+        let runs: [([String], Int32, String)] = [
+            (["token", "verify", "--jwks", "/dev/null", "--client-id", "com.example.app", "--token-file", "/nonexistent/token\u{1B}[2J.jwt"],
+             66, "--token-file '/nonexistent/token\\u{1B}[2J.jwt' cannot be read: no such file"),
+            (["token", "verify", "--jwks", "/dev/null", "--client-id", "com.example.app", "--token-file", "/dev/zero"],
+             66, "--token-file '/dev/zero' cannot be read: larger than 262144 bytes"),
+            (["token", "verify", "--jwks", "/dev/zero", "--client-id", "com.example.app", "--token-file", token],
+             65, "JWKS file: '/dev/zero' is larger than 262144 bytes, the limit"),
+            (["token", "verify", "--jwks", "/dev/null", "--client-id", "a b", "--token-file", token], 64, shape + ", got 'a b'"),
+            (["notifications", "send", "--to", "http://127.0.0.1:1/n", "--sandbox", "http://127.0.0.1:1", "--client-id", "com.example.app",
+              "--subs-file", "/dev/zero"], 66, "--subs-file '/dev/zero' cannot be read: larger than 67108864 bytes"),
+            (["notifications", "send", "--to", "http://127.0.0.1:1/n", "--sandbox", "http://127.0.0.1:1", "--client-id", "com.x\u{202E}y",
+              "--sub", "s"], 64, shape + ", got 'com.x\\u{202E}y'"),
+            (["keygen", "--out", odd], 64, "keygen: '\(directory.path)/k\\ney' is a directory"),
+        ]
+        for (arguments, status, message) in runs {
+            let run = try await BinaryProcess.run(arguments, environment: [:])
+            #expect(run.status == status && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
+        }
     }
 
     @Test func resultsGoToStandardOutputForDashAndAnUnansweredSandboxIsUnavailable() async throws {
@@ -193,6 +216,8 @@ import Testing
             """, as: Int.self)
         let shown = try await BinaryProcess.run(["status", "--job", "\(paused)"], environment: environment)
         #expect(shown.status == 0 && shown.stdout.contains("  paused: bad\\nline\\u{1B}[31m"), "\(shown.stdout)")
+        let detail = try await BinaryProcess.run(["job", "show", "\(paused)"], environment: environment)
+        #expect(detail.status == 0 && detail.stdout.contains("  paused: bad\\nline\\u{1B}[31m"), "\(detail.status) \(detail.stdout)")
         // A job id that does not exist is said as such; an outcome no result has is pointed out.
         let missing = try await BinaryProcess.run(["results", "export", "--job", "999999", "--format", "csv"], environment: environment)
         #expect(missing.status == 1 && missing.stderr.contains("job 999999 not found") && missing.stdout.isEmpty, "\(missing.stderr)")

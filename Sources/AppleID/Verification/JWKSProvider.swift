@@ -20,8 +20,14 @@ public struct FileJWKSProvider: JWKSProvider {
     public func fetch() async throws(JWKSError) -> [UInt8] {
         let data: [UInt8]
         do {
-            data = try InputFile.read(path)
+            // Read no further than the limit: a wrong file (/dev/zero, a disk image) is refused, not
+            // read until memory runs out.
+            data = try InputFile.read(path, limit: JWKSet.maxDocumentBytes)
         } catch {
+            if case .tooLarge = error.reason {
+                throw JWKSError(field: "file", message: "\(PrintableText.quotedPath(path)) is larger than \(JWKSet.maxDocumentBytes) bytes, "
+                    + "the limit")
+            }
             throw JWKSError(field: "file", message: "cannot read \(PrintableText.quotedPath(path)): \(error.reasonText)")
         }
         guard data.count <= JWKSet.maxDocumentBytes else {

@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 /// Text and JSON for `jobs list` and `job show`. Times are ISO 8601 UTC; rates are items/s; ETA
 /// and durations seconds. No token, code or payload is ever part of a job's listing.
@@ -8,7 +9,7 @@ public enum JobReports {
         guard !jobs.isEmpty else { return ["no jobs"] }
         let header = ["JOB", "KIND", "STATE", "PRIORITY", "DONE", "PERCENT", "CREATED", "FINISHED"]
         let rows = jobs.map { j -> [String] in
-            [String(j.id), j.kind, j.state + (j.pruned ? " (pruned)" : ""), String(j.priority), "\(j.done)/\(j.items)",
+            [String(j.id), IdentifierFormat.printable(j.kind), j.state + (j.pruned ? " (pruned)" : ""), String(j.priority), "\(j.done)/\(j.items)",
              String(format: "%.1f%%", j.percent), utc(j.createdAt), j.finishedAt.map(utc) ?? "-"]
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
@@ -56,9 +57,10 @@ public enum JobReports {
         func counts(_ map: [String: Int]) -> String {
             map.isEmpty ? "-" : map.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         }
-        var out = ["job \(j.id) \(j.kind) [\(j.state)] priority \(j.priority): \(j.done)/\(j.items) done ("
+        // A row may hold anything a hand-written UPDATE put there: kind and reason are escaped.
+        var out = ["job \(j.id) \(IdentifierFormat.printable(j.kind)) [\(j.state)] priority \(j.priority): \(j.done)/\(j.items) done ("
                    + String(format: "%.1f%%", j.percent) + ")" + (d.fromSummary ? ", from its summary (rows pruned)" : "")]
-        if let reason = j.pausedReason { out.append("  paused: \(reason)") }
+        if let reason = j.pausedReason { out.append("  paused: \(PrintableText.escapedPrefix(reason, limit: 4000))") }
         out.append("  items: \(counts(d.itemStates))")
         out.append("  outcomes: \(counts(d.outcomes))")
         out.append("  top Apple errors: " + (d.topAppleErrors.isEmpty ? "-" : d.topAppleErrors.map { "\($0.code)=\($0.items)" }

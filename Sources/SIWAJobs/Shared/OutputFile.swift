@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 /// A file that appears whole or not at all (`results export --out`, `accounts export --out`, the
 /// transfer hand-off file): bytes go to a private `PATH.partial-<pid>-<random>` beside it
@@ -20,7 +21,7 @@ public final class OutputFile {
         public let reason: String
         /// errno's value, e.g. EEXIST when `PATH` exists and replacing was not asked for.
         public let code: Int32
-        public var description: String { "cannot create '\(path)': \(reason)" }
+        public var description: String { "cannot create \(PrintableText.quotedPath(path)): \(reason)" }
     }
 
     public let path: String

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import SIWACore
 
 /// What `TransferCSVExporter.write` wrote.
 public struct TransferExportFile: Sendable {
@@ -93,10 +94,10 @@ public struct TransferCSVExporter: Sendable {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
         if exists && isDirectory.boolValue {
-            throw EnqueueError(message: "--out '\(path)' is a directory: give a file path, e.g. '\(path)/handoff.csv'")
+            throw EnqueueError(message: "--out \(PrintableText.quotedPath(path)) is a directory: give a file path, e.g. \(PrintableText.quotedPath(path + "/handoff.csv"))")
         }
         if exists && !overwrite {
-            throw EnqueueError(message: "--out '\(path)' exists: pass --force to replace it")
+            throw EnqueueError(message: "--out \(PrintableText.quotedPath(path)) exists: pass --force to replace it")
         }
     }
 
