@@ -9,9 +9,17 @@ func say(_ line: String) {
     try? FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8))
 }
 
-/// Writes `siwa-jobs: <message>` to stderr.
+/// Writes `siwa-jobs: <message>` to stderr, with every control or format character but a line
+/// break and a tab escaped (`\u{1B}`, `\r`, `\u{202E}`): whatever a message quotes (a setting's
+/// value, a row written by hand), no escape sequence or carriage return reaches the terminal.
 func complain(_ message: String) {
-    try? FileHandle.standardError.write(contentsOf: Data("siwa-jobs: \(message)\n".utf8))
+    var safe = ""
+    for scalar in message.unicodeScalars {
+        let category = scalar.properties.generalCategory
+        safe += (category == .control || category == .format) && scalar != "\n" && scalar != "\t"
+            ? scalar.escaped(asASCII: true) : String(scalar)
+    }
+    try? FileHandle.standardError.write(contentsOf: Data("siwa-jobs: \(safe)\n".utf8))
 }
 
 /// Writes text to stdout as is (no newline), e.g. a progress line redrawn with `\r`.

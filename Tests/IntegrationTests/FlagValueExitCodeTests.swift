@@ -159,6 +159,13 @@ import Testing
             let run = try await BinaryProcess.run(arguments, environment: [:])
             #expect(run.status == status && run.stderr.contains(message), "\(arguments): \(run.status) \(run.stderr)")
         }
+        // Whatever an error quotes (here a setting's value), no escape sequence, carriage return or
+        // right-to-left override reaches the terminal.
+        let setting = try await BinaryProcess.run(["enqueue", "noop", "--items", "1"],
+                                                  environment: ["SIWA_LOG_LEVEL": "loud\u{1B}[2J\u{7}\u{202E}x"])
+        #expect(setting.status == 78 && setting.stderr.contains("SIWA_LOG_LEVEL 'loud\\u{1B}[2J\\u{07}\\u{202E}x'")
+                && !setting.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x7 || $0.value == 0x202E },
+                "\(setting.status) \(setting.stderr)")
     }
 
     @Test func resultsGoToStandardOutputForDashAndAnUnansweredSandboxIsUnavailable() async throws {
