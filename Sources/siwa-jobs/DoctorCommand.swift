@@ -1,4 +1,5 @@
 import Commands
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs doctor`: prints one line per check (`Doctor`): `ok`, `FAIL` or `skip`, the check
@@ -25,7 +26,8 @@ enum DoctorCommand: Command {
             case .skip: "skip  "
             case .warn: "warn  "
             }
-            say(status + check.name + ": " + check.detail)
+            // One line each, whatever a detail quotes (a path, a setting, a worker's row).
+            say(status + check.name + ": " + PrintableText.escapedPrefix(check.detail, limit: 10_000))
         }
         return .of(report)
     }

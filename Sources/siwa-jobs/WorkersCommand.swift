@@ -1,5 +1,6 @@
 import Commands
 import Postgres
+import SIWACore
 import SIWAJobs
 
 /// `siwa-jobs workers [--json]`: the live `work` and `notifications serve` processes, from the
@@ -22,7 +23,8 @@ enum WorkersCommand: Command {
         if arguments[json] {
             say(WorkersReport.json(workers))
         } else {
-            WorkersReport.table(workers).forEach(say)
+            // Rows hold what each worker registered: one line each, control characters escaped.
+            WorkersReport.table(workers).forEach { say(PrintableText.escapedPrefix($0, limit: 10_000)) }
         }
         return .success
     }

@@ -83,8 +83,12 @@ import Testing
         _ = try await db.pool.withConnection { conn in
             try await conn.execute("UPDATE siwa.schema_migrations SET checksum = 'deadbeef' WHERE name = '0002_views.sql'")
         }
-        let doctor = try await BinaryProcess.run(["doctor"], environment: db.environment)
+        let doctor = try await BinaryProcess.run(["doctor"], environment: db.environment
+            .merging(["SIWA_CLIENT_ID": "com.x\u{1B}[31m\u{202E}"]) { $1 })
         #expect(doctor.stdout.contains("FAIL  migrations: applied with different text") && doctor.stdout.contains("0002_views.sql"))
+        // A client ID every command refuses fails here too, shown escaped.
+        #expect(doctor.stdout.contains("FAIL  client ID (SIWA_CLIENT_ID): 'com.x\\u{1B}[31m\\u{202E}' is not a client ID")
+                && !doctor.stdout.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x202E }, "\(doctor.stdout)")
         let work = try await BinaryProcess.run(["work", "--drain", "--kinds", "noop"], environment: db.environment)
         #expect(work.status == 78)
         await db.drop()

@@ -87,7 +87,11 @@ import Testing
         try await Eventually.wait("the killed worker's row swept by the survivor's heartbeat", while: survivor, timeout: .seconds(60)) {
             try await database.scalar("SELECT count(*)::int FROM siwa.workers", as: Int.self) == 1
         }
-        #expect(survivor.stderr.contains("expired workers removed"))
+        // The sweep commits before it is logged: wait for the line rather than race it (it had
+        // failed once on a loaded machine, the row gone and the line not yet written).
+        try await Eventually.wait("the sweep logged by the survivor", while: survivor, timeout: .seconds(30)) {
+            survivor.stderr.contains("expired workers removed")
+        }
         survivor.signal(SIGTERM)
         #expect(await survivor.wait() == 0)
         #expect(try await Self.live(env).isEmpty)

@@ -60,7 +60,10 @@ public struct Doctor: Sendable {
         }
         report.check("client ID (SIWA_CLIENT_ID)") {
             guard let client = settings.value("SIWA_CLIENT_ID") else { throw ConfigurationError("not set") }
-            guard !client.contains(where: \.isWhitespace) else { throw ConfigurationError("contains whitespace") }
+            guard client.utf8.count <= 255, client.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw ConfigurationError("'\(IdentifierFormat.printable(client))' is not a client ID: printable ASCII without "
+                    + "spaces, at most 255 characters (jobs, sign-ins and imports refuse it)")
+            }
             guard client != settings.value("SIWA_TEAM_ID") else {
                 throw ConfigurationError("equals the team ID; the client ID is the App ID (bundle ID) or Services ID")
             }
