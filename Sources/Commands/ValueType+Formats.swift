@@ -26,8 +26,22 @@ extension ValueType where Value == String {
     public static var appleClientID: ValueType<String> {
         ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
             guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
-            guard text.utf8.count <= 255, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            guard AppleIdentifier.isClientID(text) else {
                 throw ValueError(expected: "a client ID (App ID or Services ID: printable ASCII without spaces, e.g. com.example.app)")
+            }
+            return text
+        }
+    }
+
+    /// A name recorded beside what a command does (`--created-by`): 1 to 200 characters, none of
+    /// them a control or format character (it is shown in listings and audit rows as it is).
+    public static var recordedName: ValueType<String> {
+        ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
+            guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
+            guard text.unicodeScalars.count <= 200, !text.unicodeScalars.contains(where: {
+                [.control, .format].contains($0.properties.generalCategory)
+            }) else {
+                throw ValueError(expected: "a name of at most 200 characters, without control characters")
             }
             return text
         }

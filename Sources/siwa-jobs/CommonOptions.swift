@@ -25,7 +25,7 @@ enum CommonOptions {
                                      environment: ["SIWA_KEY_ID"])
     static let keyFile = Declare.option("key-file", "FILE", .string, help: "path of the team's .p8 key",
                                         environment: ["SIWA_KEY_FILE", "SIWA_PRIVATE_KEY"])
-    static let createdBy = Declare.option("created-by", "NAME", .string, help: "recorded as the job's creator",
+    static let createdBy = Declare.option("created-by", "NAME", .recordedName, help: "recorded as the job's creator",
                                           defaultText: "$USER, else cli")
     static let job = Declare.option("job", "N", .integer(in: 1...Int.max), help: "the job id")
 

@@ -176,7 +176,11 @@ import TestSupport
     @Test func notificationSettingsAndJobTargets() throws {
         let c = SIWAConfiguration(environment: ["SIWA_NOTIFICATION_CLIENT_IDS": " com.example.web, ,com.example.app ",
                                                 "SIWA_JWKS_REFETCH_SECONDS": "2.5"])
-        #expect(c.notificationClientIDs(primary: "com.example.app") == ["com.example.app", "com.example.web"])
+        #expect(try c.notificationClientIDs(primary: "com.example.app") == ["com.example.app", "com.example.web"])
+        #expect(failure { try SIWAConfiguration(environment: ["SIWA_NOTIFICATION_CLIENT_IDS": "com.example.web, com.x\u{1B}[31m"])
+            .notificationClientIDs(primary: "com.example.app") }
+            == "SIWA_NOTIFICATION_CLIENT_IDS: 'com.x\\u{1B}[31m' is not a client ID (App ID or Services ID: printable ASCII "
+                + "without spaces, e.g. com.example.web)")
         #expect(try c.jwksRefetchInterval() == .milliseconds(2500))
         #expect(try SIWAConfiguration(environment: [:]).jwksRefetchInterval() == .seconds(60))
         #expect(failure { try SIWAConfiguration(environment: ["SIWA_JWKS_REFETCH_SECONDS": "9999"]).jwksRefetchInterval() }

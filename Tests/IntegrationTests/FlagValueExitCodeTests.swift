@@ -28,6 +28,8 @@ import Testing
             (["keygen", "--out", "-"], "--out: expected a file path"),
             (["enqueue", "refresh-validation", "--client-id", "com.example app"], "--client-id: expected a client ID"),
             (["accounts", "import", "/dev/null", "--client-id", "com.x\u{1}y"], "--client-id: expected a client ID"),
+            (["enqueue", "noop", "--items", "1", "--created-by", "op\u{1B}[31m\nFAKE"],
+             "--created-by: expected a name of at most 200 characters, without control characters"),
         ]
         for (arguments, message) in runs {
             let run = try await BinaryProcess.run(arguments, environment: db.environment)

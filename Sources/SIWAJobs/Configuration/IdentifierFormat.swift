@@ -31,7 +31,7 @@ extension SIWAConfiguration {
         let team = try IdentifierFormat.tenCharacterID(try require("SIWA_TEAM_ID", override: teamID, flag: "team-id"),
                                                        setting: "SIWA_TEAM_ID / --team-id", what: "team ID")
         let client = try require("SIWA_CLIENT_ID", override: clientID, flag: "client-id")
-        guard !client.isEmpty, client.utf8.count <= 255, client.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), client != team else {
+        guard AppleIdentifier.isClientID(client), client != team else {
             throw ConfigurationError("SIWA_CLIENT_ID / --client-id '\(IdentifierFormat.printable(client))' is not a client ID "
                 + "(App ID or Services ID: printable ASCII without spaces, e.g. com.example.app)")
         }

@@ -156,11 +156,17 @@ public struct SIWAConfiguration: Sendable {
     }
 
     /// `primary` plus the comma-separated `SIWA_NOTIFICATION_CLIENT_IDS`, without duplicates.
-    public func notificationClientIDs(primary: String) -> [String] {
+    /// - Throws: `ConfigurationError` naming the variable and the entry that is not a client ID.
+    public func notificationClientIDs(primary: String) throws(ConfigurationError) -> [String] {
         var ids = [primary]
         for id in (value("SIWA_NOTIFICATION_CLIENT_IDS") ?? "").split(separator: ",") {
             let trimmed = id.trimmingCharacters(in: .whitespaces)
-            if !trimmed.isEmpty, !ids.contains(trimmed) { ids.append(trimmed) }
+            guard !trimmed.isEmpty else { continue }
+            guard AppleIdentifier.isClientID(trimmed) else {
+                throw ConfigurationError("SIWA_NOTIFICATION_CLIENT_IDS: '\(IdentifierFormat.printable(trimmed))' is not a client ID "
+                    + "(App ID or Services ID: printable ASCII without spaces, e.g. com.example.web)")
+            }
+            if !ids.contains(trimmed) { ids.append(trimmed) }
         }
         return ids
     }

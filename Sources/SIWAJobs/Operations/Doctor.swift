@@ -60,7 +60,7 @@ public struct Doctor: Sendable {
         }
         report.check("client ID (SIWA_CLIENT_ID)") {
             guard let client = settings.value("SIWA_CLIENT_ID") else { throw ConfigurationError("not set") }
-            guard client.utf8.count <= 255, client.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            guard AppleIdentifier.isClientID(client) else {
                 throw ConfigurationError("'\(IdentifierFormat.printable(client))' is not a client ID: printable ASCII without "
                     + "spaces, at most 255 characters (jobs, sign-ins and imports refuse it)")
             }
