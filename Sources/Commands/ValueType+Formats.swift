@@ -38,9 +38,7 @@ extension ValueType where Value == String {
     public static var recordedName: ValueType<String> {
         ValueType(summary: nil) { (text: String) throws(ValueError) -> String in
             guard !text.allSatisfy(\.isWhitespace) else { throw ValueError(expected: "a value", kind: .empty) }
-            guard text.unicodeScalars.count <= 200, !text.unicodeScalars.contains(where: {
-                [.control, .format].contains($0.properties.generalCategory)
-            }) else {
+            guard text.unicodeScalars.count <= 200, !text.unicodeScalars.contains(where: PrintableText.isHidden) else {
                 throw ValueError(expected: "a name of at most 200 characters, without control characters")
             }
             return text

@@ -2,17 +2,28 @@
 /// characters escaped (a newline or an escape sequence never reaches a terminal or a log raw) and
 /// at most `limit` characters, so a pasted megabyte is one short line.
 public enum PrintableText {
-    /// The first `limit` Unicode scalars of `text`, each control or format character written as
-    /// its Swift escape (`\n`, `\u{1B}`, `\u{202E}`).
-    public static func escapedPrefix(_ text: String, limit: Int = 60) -> String {
+    /// True for a control or format character: one that moves the cursor, starts an escape
+    /// sequence, or (a right-to-left override, a zero-width space, a byte-order mark) reorders or
+    /// hides what a terminal shows.
+    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        let category = scalar.properties.generalCategory
+        return category == .control || category == .format
+    }
+
+    /// `text` whole, each hidden character (`isHidden`) written as its Swift escape (`\n`,
+    /// `\u{1B}`, `\u{202E}`); with `keepingLineBreaks`, a line break and a tab stay as they are.
+    public static func escaped(_ text: some StringProtocol, keepingLineBreaks: Bool = false) -> String {
         var out = ""
-        for scalar in text.unicodeScalars.prefix(limit) {
-            // Control characters, and format characters too (a right-to-left override, a zero-width
-            // space, a byte-order mark), which reorder or hide what a terminal shows.
-            let category = scalar.properties.generalCategory
-            out += category == .control || category == .format ? scalar.escaped(asASCII: true) : String(scalar)
+        for scalar in text.unicodeScalars {
+            let kept = keepingLineBreaks && (scalar == "\n" || scalar == "\t")
+            out += isHidden(scalar) && !kept ? scalar.escaped(asASCII: true) : String(scalar)
         }
         return out
+    }
+
+    /// The first `limit` Unicode scalars of `text`, `escaped`.
+    public static func escapedPrefix(_ text: String, limit: Int = 60) -> String {
+        escaped(String(text.unicodeScalars.prefix(limit)))
     }
 
     /// `... (N characters)` when `text` is longer than `limit` scalars, else empty.

@@ -27,7 +27,7 @@ enum DoctorCommand: Command {
             case .warn: "warn  "
             }
             // One line each, whatever a detail quotes (a path, a setting, a worker's row).
-            say(status + check.name + ": " + PrintableText.escapedPrefix(check.detail, limit: 10_000))
+            say(status + check.name + ": " + PrintableText.escaped(check.detail))
         }
         return .of(report)
     }

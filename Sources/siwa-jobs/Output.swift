@@ -1,4 +1,5 @@
 import Foundation
+import SIWACore
 
 // Every write tolerates a closed pipe (`enqueue ... | head -1`, a log collector gone): SIGPIPE is
 // ignored (`SIWAJobsCommand.main`) and the write's EPIPE is dropped, so the command carries on and
@@ -13,12 +14,7 @@ func say(_ line: String) {
 /// break and a tab escaped (`\u{1B}`, `\r`, `\u{202E}`): whatever a message quotes (a setting's
 /// value, a row written by hand), no escape sequence or carriage return reaches the terminal.
 func complain(_ message: String) {
-    var safe = ""
-    for scalar in message.unicodeScalars {
-        let category = scalar.properties.generalCategory
-        safe += (category == .control || category == .format) && scalar != "\n" && scalar != "\t"
-            ? scalar.escaped(asASCII: true) : String(scalar)
-    }
+    let safe = PrintableText.escaped(message, keepingLineBreaks: true)
     try? FileHandle.standardError.write(contentsOf: Data("siwa-jobs: \(safe)\n".utf8))
 }
 

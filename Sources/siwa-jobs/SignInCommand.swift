@@ -107,7 +107,6 @@ enum SignInCommand: Command {
         do { data = try InputFile.read(path, limit: limit + 1024, stdin: true) } catch { throw error.named(by: "--\(flag)") }
         let source = "--\(flag) \(path == "-" ? "(stdin)" : PrintableText.quotedPath(path))"
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { throw CommandFailure("\(source): empty; it should hold \(what)", kind: .refusedInput) }
         try checkSecret(text, source: source, what: what, limit: limit)
         return text
     }

@@ -48,7 +48,7 @@ enum StatusCommand: Command {
                 + "available=\(job.available) running=\(job.running) retried=\(job.retried) "
                 + "valid=\(job.valid) invalid=\(job.invalid)" + String(format: " elapsed_s=%.1f", job.elapsedSeconds))
             // Rows may hold anything a hand-written UPDATE put there: control characters escaped.
-            if let reason = job.pausedReason { say("  paused: \(PrintableText.escapedPrefix(reason, limit: 4000))") }
+            if let reason = job.pausedReason { say("  paused: \(PrintableText.escaped(reason))") }
         }
         guard let url = arguments[sandbox] else { return .success }
         // The truth is about one team's and client's tokens: compare the latest refresh validation

@@ -34,7 +34,7 @@ enum TransferStatusCommand: Command {
         }
         say("  items=\(job.items) succeeded=\(job.succeeded) failed=\(job.failed) "
             + "discarded=\(job.discarded) available=\(job.available) running=\(job.running)")
-        if let reason = job.pausedReason { say("  paused: \(PrintableText.escapedPrefix(reason, limit: 4000))") }
+        if let reason = job.pausedReason { say("  paused: \(PrintableText.escaped(reason))") }
     }
 }
 

@@ -24,7 +24,7 @@ enum WorkersCommand: Command {
             say(WorkersReport.json(workers))
         } else {
             // Rows hold what each worker registered: one line each, control characters escaped.
-            WorkersReport.table(workers).forEach { say(PrintableText.escapedPrefix($0, limit: 10_000)) }
+            WorkersReport.table(workers).forEach { say(PrintableText.escaped($0)) }
         }
         return .success
     }

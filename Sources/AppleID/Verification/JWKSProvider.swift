@@ -30,9 +30,6 @@ public struct FileJWKSProvider: JWKSProvider {
             }
             throw JWKSError(field: "file", message: "cannot read \(PrintableText.quotedPath(path)): \(error.reasonText)")
         }
-        guard data.count <= JWKSet.maxDocumentBytes else {
-            throw JWKSError(field: "file", message: "\(PrintableText.quotedPath(path)) is \(data.count) bytes; the limit is \(JWKSet.maxDocumentBytes)")
-        }
         return data
     }
 }

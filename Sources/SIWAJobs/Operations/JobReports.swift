@@ -60,7 +60,7 @@ public enum JobReports {
         // A row may hold anything a hand-written UPDATE put there: kind and reason are escaped.
         var out = ["job \(j.id) \(IdentifierFormat.printable(j.kind)) [\(j.state)] priority \(j.priority): \(j.done)/\(j.items) done ("
                    + String(format: "%.1f%%", j.percent) + ")" + (d.fromSummary ? ", from its summary (rows pruned)" : "")]
-        if let reason = j.pausedReason { out.append("  paused: \(PrintableText.escapedPrefix(reason, limit: 4000))") }
+        if let reason = j.pausedReason { out.append("  paused: \(PrintableText.escaped(reason))") }
         out.append("  items: \(counts(d.itemStates))")
         out.append("  outcomes: \(counts(d.outcomes))")
         out.append("  top Apple errors: " + (d.topAppleErrors.isEmpty ? "-" : d.topAppleErrors.map { "\($0.code)=\($0.items)" }
