@@ -25,8 +25,10 @@ mw_setup() {
   export PGDATABASE=$MW_DB
   unset DATABASE_URL
   psql -d postgres -qc "DROP DATABASE IF EXISTS $MW_DB WITH (FORCE)" -qc "CREATE DATABASE $MW_DB" >/dev/null
-  swift build -c release 2>&1 | grep -E "error|warning:" || true
-  bin=$(swift build -c release --show-bin-path)/siwa-jobs
+  if [ -n "${BIN:-}" ]; then bin=$BIN; else   # BIN: another build to measure (an A/B)
+    swift build -c release 2>&1 | grep -E "error|warning:" || true
+    bin=$(swift build -c release --show-bin-path)/siwa-jobs
+  fi
   [ -x "$bin" ] || { echo "build failed" >&2; exit 1; }
   "$bin" migrate >/dev/null
   "$bin" keygen --out "$MW_WORK/AuthKey_SCALEKEY01.p8" >/dev/null
