@@ -55,6 +55,7 @@ extension Worker {
         let (prefetch, claimThreshold) = Self.claimSizes(concurrency: concurrency, claimBatch: configuration.claimBatch)
         let bound = configuration.effectiveMaxUnflushed
 
+        await withTaskExecutorPreference(configuration.itemExecutor) {
         await withTaskGroup(of: ChildResult.self) { group in
             var s = LoopState()
             // The grace watcher: once a stop is requested, in-flight items get the grace period,
@@ -190,6 +191,7 @@ extension Worker {
                 }
             }
             group.cancelAll()
+        }
         }
         return report
     }
