@@ -3,10 +3,8 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Owns one CURLM handle and the single thread that drives it. Other threads talk to the loop
-/// only through `inbox` (a Mutex) plus the event loop's wake-up (an eventfd); code running on the
-/// loop thread itself (tasks that prefer it as their executor, see the `TaskExecutor` extension)
-/// queues its jobs and transfers in `localJobs` and `localSubmissions`. Everything else below is
+/// Owns one CURLM handle and the single thread that drives it. Callers talk to the thread only
+/// through `inbox` (a Mutex) plus the event loop's wake-up (an eventfd); everything else below is
 /// touched by the loop thread alone, which is why the class is `@unchecked Sendable`.
 ///
 /// The loop is libcurl's socket interface (`curl_multi_socket_action`) on epoll (`ccurl_events_*`
@@ -14,7 +12,7 @@ import Synchronization
 /// with `curl_multi_perform` scanned every open connection in the kernel and in libcurl on every
 /// wake-up, which at C=512 was the largest cost of the worker's CPU (issue #12).
 final class CurlEngine: @unchecked Sendable {
-    struct Inbox {
+    private struct Inbox {
         var submissions: [CurlTransfer] = []
         var cancellations: [Int] = []
         /// Jobs of tasks that prefer this engine as their executor, enqueued from other threads.
@@ -30,16 +28,17 @@ final class CurlEngine: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     /// epoll, the wake-up eventfd and the next timeout, shared with libcurl's callbacks.
-    let events: UnsafeMutablePointer<ccurl_events>
-    let inbox = Mutex(Inbox())
+    private let events: UnsafeMutablePointer<ccurl_events>
+    private let inbox = Mutex(Inbox())
     private let idCounter = Atomic<Int>(0)
     private let exited = DispatchSemaphore(value: 0)
     /// The loop thread (`pthread_self`), once it runs; 0 before.
-    let loopThread = Atomic<UInt>(0)
+    private let loopThread = Atomic<UInt>(0)
     /// Loop-thread state: jobs enqueued and transfers submitted by code running on the loop
-    /// thread itself (no lock, no wake-up).
-    var localJobs: [UnownedJob] = []
+    /// thread itself (no lock, no wake-up), and whether any came since the loop last looked.
+    private var localJobs: [UnownedJob] = []
     private var localSubmissions: [CurlTransfer] = []
+    private var selfPending = false
     /// The CAs trusted, with verification always on (`TLSTrust`).
     let trust: TLSTrust
     /// The HTTP version and connection caps (`ConnectionPolicy`).
@@ -109,6 +108,7 @@ final class CurlEngine: @unchecked Sendable {
         if isLoopThread {
             guard !inbox.withLock({ $0.stopping }) else { return false }
             localSubmissions.append(transfer)
+            selfPending = true
             return true
         }
         return inbox.withLock { inbox in
@@ -151,38 +151,37 @@ final class CurlEngine: @unchecked Sendable {
         sigemptyset(&pipeOnly)
         sigaddset(&pipeOnly, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
-        ccurl_name_this_thread("siwa-curl")   // Foundation's `Thread.name` leaves the OS thread's name as it was
         loopThread.store(pthread_self(), ordering: .releasing)
-        // What the inbox and the local queues hand over, swapped in and emptied after use, so
-        // their buffers are reused rather than copied on every step.
-        var submissions: [CurlTransfer] = [], cancellations: [Int] = [], jobs: [UnownedJob] = []
         while true {
-            let stopping = inbox.withLock { inbox in
-                swap(&submissions, &inbox.submissions)
-                swap(&cancellations, &inbox.cancellations)
-                swap(&jobs, &inbox.jobs)
-                inbox.woken = false
-                return inbox.stopping
+            let (submissions, cancellations, jobs, stopping) = inbox.withLock { inbox in
+                defer {
+                    inbox.submissions.removeAll(keepingCapacity: true)
+                    inbox.cancellations.removeAll(keepingCapacity: true)
+                    inbox.jobs.removeAll(keepingCapacity: true)
+                    inbox.woken = false
+                }
+                return (inbox.submissions, inbox.cancellations, inbox.jobs, inbox.stopping)
             }
+            selfPending = false
             runJobs(jobs)
-            jobs.removeAll(keepingCapacity: true)
-            swap(&jobs, &localJobs)   // resumed here by the last step's completions
-            runJobs(jobs)
-            jobs.removeAll(keepingCapacity: true)
+            if !localJobs.isEmpty {
+                let batch = localJobs
+                localJobs.removeAll(keepingCapacity: true)
+                runJobs(batch)
+            }
             for transfer in submissions { begin(transfer) }
-            submissions.removeAll(keepingCapacity: true)
-            swap(&submissions, &localSubmissions)   // submitted by the jobs just run
-            for transfer in submissions { begin(transfer) }
-            submissions.removeAll(keepingCapacity: true)
+            if !localSubmissions.isEmpty {
+                let batch = localSubmissions
+                localSubmissions.removeAll(keepingCapacity: true)
+                for transfer in batch { begin(transfer) }
+            }
             for id in cancellations {
                 if let transfer = active[id] {
                     finish(transfer, .failure(TransportError(kind: .cancelled, message: "request cancelled")))
                 }
             }
-            cancellations.removeAll(keepingCapacity: true)
             if stopping { break }
-            // Jobs resumed by the cancellations just made run at once; otherwise wait for I/O.
-            _ = ccurl_events_step(events, multi, localJobs.isEmpty && localSubmissions.isEmpty ? 1000 : 0)
+            _ = ccurl_events_step(events, multi, selfPending || !localJobs.isEmpty || !localSubmissions.isEmpty ? 0 : 1000)
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
                 guard ccurl_msg_is_done(message) != 0, let easy = message.pointee.easy_handle,
@@ -193,7 +192,7 @@ final class CurlEngine: @unchecked Sendable {
         }
         let shutdown = TransportError(kind: .other, message: "transport shut down")
         for transfer in Array(active.values) { finish(transfer, .failure(shutdown)) }
-        let (leftovers, waiting) = inbox.withLock { inbox -> ([CurlTransfer], [UnownedJob]) in
+        let (leftovers, jobs) = inbox.withLock { inbox -> ([CurlTransfer], [UnownedJob]) in
             inbox.stopped = true
             defer { inbox.submissions.removeAll(); inbox.jobs.removeAll() }
             return (inbox.submissions, inbox.jobs)
@@ -202,7 +201,7 @@ final class CurlEngine: @unchecked Sendable {
         localSubmissions.removeAll()
         loopThread.store(0, ordering: .releasing)
         // Tasks that prefer this engine run on the global executor from now on.
-        for job in waiting + localJobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        for job in jobs + localJobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         localJobs.removeAll()
         for easy in idleHandles { cleanup(easy) }
         idleHandles.removeAll()
@@ -292,4 +291,35 @@ final class HandleState {
     init() { errorBuffer[0] = 0 }
 
     deinit { errorBuffer.deallocate() }
+}
+
+/// The loop thread as a task executor: tasks that prefer it (`withTaskExecutorPreference`) run
+/// between the loop's steps, so a transfer's completion resumes its task on the same thread,
+/// without a hand-off to another thread (a futex wake and two context switches per item).
+/// Once the loop has stopped, their jobs go to the global concurrent executor.
+extension CurlEngine: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if isLoopThread {
+            localJobs.append(job)
+            return
+        }
+        let forward = inbox.withLock { inbox -> Bool in
+            guard !inbox.stopped else { return true }
+            inbox.jobs.append(job)
+            if !inbox.woken {
+                inbox.woken = true
+                ccurl_events_wake(events)
+            }
+            return false
+        }
+        if forward { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+    }
+
+    var isLoopThread: Bool { loopThread.load(ordering: .acquiring) == pthread_self() }
+
+    func runJobs(_ jobs: [UnownedJob]) {
+        let executor = asUnownedTaskExecutor()
+        for job in jobs { job.runSynchronously(on: executor) }
+    }
 }
