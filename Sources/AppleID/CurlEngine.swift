@@ -15,8 +15,6 @@ final class CurlEngine: @unchecked Sendable {
     private struct Inbox {
         var submissions: [CurlTransfer] = []
         var cancellations: [Int] = []
-        /// Jobs of tasks that prefer this engine as their executor, enqueued from other threads.
-        var jobs: [UnownedJob] = []
         var stopping = false
         var stopped = false
         /// The eventfd was written since the loop last took the inbox: later callers need not
@@ -32,13 +30,6 @@ final class CurlEngine: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let idCounter = Atomic<Int>(0)
     private let exited = DispatchSemaphore(value: 0)
-    /// The loop thread (`pthread_self`), once it runs; 0 before.
-    private let loopThread = Atomic<UInt>(0)
-    /// Loop-thread state: jobs enqueued and transfers submitted by code running on the loop
-    /// thread itself (no lock, no wake-up), and whether any came since the loop last looked.
-    private var localJobs: [UnownedJob] = []
-    private var localSubmissions: [CurlTransfer] = []
-    private var selfPending = false
     /// The CAs trusted, with verification always on (`TLSTrust`).
     let trust: TLSTrust
     /// The HTTP version and connection caps (`ConnectionPolicy`).
@@ -105,13 +96,7 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Queues a transfer for the loop. Returns false once the engine is shutting down.
     func submit(_ transfer: CurlTransfer) -> Bool {
-        if isLoopThread {
-            guard !inbox.withLock({ $0.stopping }) else { return false }
-            localSubmissions.append(transfer)
-            selfPending = true
-            return true
-        }
-        return inbox.withLock { inbox in
+        inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.submissions.append(transfer)
             if !inbox.woken {
@@ -151,37 +136,23 @@ final class CurlEngine: @unchecked Sendable {
         sigemptyset(&pipeOnly)
         sigaddset(&pipeOnly, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
-        loopThread.store(pthread_self(), ordering: .releasing)
         while true {
-            let (submissions, cancellations, jobs, stopping) = inbox.withLock { inbox in
+            let (submissions, cancellations, stopping) = inbox.withLock { inbox in
                 defer {
                     inbox.submissions.removeAll(keepingCapacity: true)
                     inbox.cancellations.removeAll(keepingCapacity: true)
-                    inbox.jobs.removeAll(keepingCapacity: true)
                     inbox.woken = false
                 }
-                return (inbox.submissions, inbox.cancellations, inbox.jobs, inbox.stopping)
-            }
-            selfPending = false
-            runJobs(jobs)
-            if !localJobs.isEmpty {
-                let batch = localJobs
-                localJobs.removeAll(keepingCapacity: true)
-                runJobs(batch)
+                return (inbox.submissions, inbox.cancellations, inbox.stopping)
             }
             for transfer in submissions { begin(transfer) }
-            if !localSubmissions.isEmpty {
-                let batch = localSubmissions
-                localSubmissions.removeAll(keepingCapacity: true)
-                for transfer in batch { begin(transfer) }
-            }
             for id in cancellations {
                 if let transfer = active[id] {
                     finish(transfer, .failure(TransportError(kind: .cancelled, message: "request cancelled")))
                 }
             }
             if stopping { break }
-            _ = ccurl_events_step(events, multi, selfPending || !localJobs.isEmpty || !localSubmissions.isEmpty ? 0 : 1000)
+            _ = ccurl_events_step(events, multi, 1000)
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
                 guard ccurl_msg_is_done(message) != 0, let easy = message.pointee.easy_handle,
@@ -192,17 +163,12 @@ final class CurlEngine: @unchecked Sendable {
         }
         let shutdown = TransportError(kind: .other, message: "transport shut down")
         for transfer in Array(active.values) { finish(transfer, .failure(shutdown)) }
-        let (leftovers, jobs) = inbox.withLock { inbox -> ([CurlTransfer], [UnownedJob]) in
+        let leftovers = inbox.withLock { inbox -> [CurlTransfer] in
             inbox.stopped = true
-            defer { inbox.submissions.removeAll(); inbox.jobs.removeAll() }
-            return (inbox.submissions, inbox.jobs)
+            defer { inbox.submissions.removeAll() }
+            return inbox.submissions
         }
-        for transfer in leftovers + localSubmissions { transfer.complete(.failure(shutdown)) }
-        localSubmissions.removeAll()
-        loopThread.store(0, ordering: .releasing)
-        // Tasks that prefer this engine run on the global executor from now on.
-        for job in jobs + localJobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-        localJobs.removeAll()
+        for transfer in leftovers { transfer.complete(.failure(shutdown)) }
         for easy in idleHandles { cleanup(easy) }
         idleHandles.removeAll()
         for shared in sharedHeaderLists { curl_slist_free_all(shared.list) }
@@ -291,35 +257,4 @@ final class HandleState {
     init() { errorBuffer[0] = 0 }
 
     deinit { errorBuffer.deallocate() }
-}
-
-/// The loop thread as a task executor: tasks that prefer it (`withTaskExecutorPreference`) run
-/// between the loop's steps, so a transfer's completion resumes its task on the same thread,
-/// without a hand-off to another thread (a futex wake and two context switches per item).
-/// Once the loop has stopped, their jobs go to the global concurrent executor.
-extension CurlEngine: TaskExecutor {
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        if isLoopThread {
-            localJobs.append(job)
-            return
-        }
-        let forward = inbox.withLock { inbox -> Bool in
-            guard !inbox.stopped else { return true }
-            inbox.jobs.append(job)
-            if !inbox.woken {
-                inbox.woken = true
-                ccurl_events_wake(events)
-            }
-            return false
-        }
-        if forward { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-    }
-
-    var isLoopThread: Bool { loopThread.load(ordering: .acquiring) == pthread_self() }
-
-    func runJobs(_ jobs: [UnownedJob]) {
-        let executor = asUnownedTaskExecutor()
-        for job in jobs { job.runSynchronously(on: executor) }
-    }
 }

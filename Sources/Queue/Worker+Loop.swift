@@ -55,7 +55,6 @@ extension Worker {
         let (prefetch, claimThreshold) = Self.claimSizes(concurrency: concurrency, claimBatch: configuration.claimBatch)
         let bound = configuration.effectiveMaxUnflushed
 
-        await withTaskExecutorPreference(configuration.itemExecutor) {
         await withTaskGroup(of: ChildResult.self) { group in
             var s = LoopState()
             // The grace watcher: once a stop is requested, in-flight items get the grace period,
@@ -191,7 +190,6 @@ extension Worker {
                 }
             }
             group.cancelAll()
-        }
         }
         return report
     }
