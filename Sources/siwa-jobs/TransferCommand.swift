@@ -91,8 +91,8 @@ enum TransferImportCSVCommand: Command {
                 createdBy: arguments[CommonOptions.createdBy] ?? settings.operatorName)
         }
         report.notes.forEach { say("note: \($0)") }
+        let shown = path == "-" ? "-" : PrintableText.quotedPath(path)
         guard let id = report.importID else {
-            let shown = path == "-" ? "-" : PrintableText.quotedPath(path)
             var lines = report.errors.map { "\(shown): \($0)" }
             if report.errorCount > report.errors.count {
                 lines.append("\(shown): ... and \(counted(report.errorCount - report.errors.count, "more error"))")
@@ -100,7 +100,7 @@ enum TransferImportCSVCommand: Command {
             lines.append("\(shown): refused (\(counted(report.errorCount, "error"))); nothing was loaded")
             throw CommandFailure(lines: lines, kind: .refusedInput)
         }
-        say("loaded import \(id): \(report.rows) rows from \(path == "-" ? "-" : PrintableText.quotedPath(path)) (\(report.bytes) bytes); "
+        say("loaded import \(id): \(report.rows) rows from \(shown) (\(report.bytes) bytes); "
             + "next: siwa-jobs transfer import --import \(id)")
         return .success
     }
