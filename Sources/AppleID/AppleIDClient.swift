@@ -135,6 +135,7 @@ public struct AppleIDClient: Sendable {
         do {
             response = try await transport.send(request)
         } catch {
+            if let endpoint, let gate { await gate.unanswered(endpoint) }
             throw .transport(error)
         }
         if let endpoint, let gate {

@@ -11,7 +11,7 @@ public enum GatedEndpoint: String, Sendable, CaseIterable {
 
 /// Admission before each call to a gated endpoint, and what came of it: the seam for a rate
 /// budget shared by every worker of a team (SIWAJobs' `RateBudget`). `AppleIDClient` awaits
-/// `admit` before sending and calls `observe` with every HTTP answer (not for transport failures).
+/// `admit` before sending, then `observe` with every HTTP answer or `unanswered` when none came.
 public protocol RequestGate: Sendable {
     /// Returns once one call to `endpoint` may be sent.
     /// - Throws: `AppleIDError`: with `transportKind == .cancelled` when the calling task is
@@ -22,4 +22,13 @@ public protocol RequestGate: Sendable {
     /// What Apple answered to an admitted call: the HTTP status and its parsed `Retry-After`
     /// (RFC 9110 §10.2.3), e.g. a 429 that should slow and pause every worker of the team.
     func observe(_ endpoint: GatedEndpoint, status: Int, retryAfter: Duration?) async
+
+    /// An admitted call to `endpoint` got no HTTP answer: a transport failure, or the calling
+    /// task was cancelled while it was in flight.
+    func unanswered(_ endpoint: GatedEndpoint) async
+}
+
+extension RequestGate {
+    /// Default: nothing to learn from a call without an answer.
+    public func unanswered(_ endpoint: GatedEndpoint) async {}
 }

@@ -5,7 +5,8 @@ import Testing
 import TestSupport
 
 /// The client's hook for the team's rate budget: every call to a gated endpoint is admitted
-/// first and its answer observed; `/auth/keys` is not gated; a refusal sends nothing.
+/// first and its answer observed (or its lack of one reported); `/auth/keys` is not gated; a
+/// refusal sends nothing.
 @Suite struct RequestGateTests {
     /// Records admissions and answers; refuses with `refusal` when set.
     final class RecordingGate: RequestGate {
@@ -20,6 +21,10 @@ import TestSupport
 
         func observe(_ endpoint: GatedEndpoint, status: Int, retryAfter: Duration?) async {
             events.withLock { $0.append("observe \(endpoint.rawValue) \(status) \(retryAfter.map { "\($0.seconds)" } ?? "-")") }
+        }
+
+        func unanswered(_ endpoint: GatedEndpoint) async {
+            events.withLock { $0.append("unanswered \(endpoint.rawValue)") }
         }
     }
 
@@ -54,6 +59,16 @@ import TestSupport
             (error as? AppleIDError)?.httpStatus == 429 && (error as? AppleIDError)?.retryAfter == .seconds(3)
         }
         #expect(gate.events.withLock { $0 } == ["admit /auth/token", "observe /auth/token 429 3.0"])
+    }
+
+    @Test func aCallWithoutAnAnswerIsReportedAsUnanswered() async throws {
+        let gate = RecordingGate()
+        let transport = ScriptedTransport { _ throws(TransportError) in throw TransportError(kind: .connectionFailed, message: "refused") }
+        let client = try Self.client(transport, gate: gate)
+        await #expect { try await client.validateRefreshToken("r") } throws: { error in
+            (error as? AppleIDError)?.transportKind == .connectionFailed
+        }
+        #expect(gate.events.withLock { $0 } == ["admit /auth/token", "unanswered /auth/token"])
     }
 
     @Test func aRefusedAdmissionSendsNothing() async throws {

@@ -14,7 +14,7 @@ import TestSupport
         // The first answer is a short wait, so that all four are waiting when the grant is asked for
         // (the tasks start in any order; the dispatcher asks as soon as one waits).
         let store = ScriptedBudgetStore([.success(.wait(.milliseconds(10), rate: 20)), .success(.permits(4, rate: 20))])
-        let budget = RateBudget.testing(store, clock: clock)
+        let budget = RateBudget.testing(store, clock: clock, policy: RateBudgetPolicy(probes: false))   // RateBudgetProbeTests
         let admissions = Admissions()
         let tasks = (0..<4).map { _ in admissions.admit(budget) }
         try await until("four waiting, the dispatcher asleep") { budget.waiting(.token) == 4 && clock.sleeperCount >= 1 }
@@ -33,7 +33,7 @@ import TestSupport
     @Test func anExpiredGrantIsNotHonoured() async throws {
         let clock = ManualClock()
         let store = ScriptedBudgetStore([.success(.permits(5, rate: 20))])   // then: wait an hour
-        let budget = RateBudget.testing(store, clock: clock)
+        let budget = RateBudget.testing(store, clock: clock, policy: RateBudgetPolicy(probes: false))
         let admissions = Admissions()
         await admissions.admit(budget).value
         #expect(admissions.admitted == 1)

@@ -43,12 +43,14 @@ extension EndpointBudget {
             if let until, until > now { return .sleep(.seconds(fractional: until.timeIntervalSince(now))) }
             s.pausedUntil = nil
             s.notBefore = nil
+            // The probe's answer wakes the dispatcher (`answered`, `observe`); its deadline is a bound.
+            if let until = probeOutstanding(&s, now: now) { return .sleep(.seconds(fractional: until.timeIntervalSince(now))) }
             if s.permits > 0, now < s.expiresAt {
                 if takePermit(&s, now: now) { return .release(s.waiters.removeFirst()) }
                 return .sleep(.seconds(fractional: min(s.nextRelease, s.expiresAt).timeIntervalSince(now)))
             }
             s.permits = 0
-            return .fetch(want: min(s.waiters.count, policy.largestGrant(rate: s.rate)))
+            return .fetch(want: s.probe == .pending ? 1 : min(s.waiters.count, policy.largestGrant(rate: s.rate)))
         }
     }
 
@@ -80,6 +82,7 @@ extension EndpointBudget {
                 s.failures = 0
                 let anew = s.pausedUntil.map { $0 <= now } ?? true
                 s.pausedUntil = max(s.pausedUntil ?? now, now.addingTimeInterval(duration.seconds))
+                if policy.probes { s.probe = .pending }
                 return ([], anew ? duration : nil)
             case .failure:
                 s.failures += 1

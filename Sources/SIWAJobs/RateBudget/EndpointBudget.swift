@@ -9,9 +9,24 @@ import Synchronization
 /// from the store and hands their permits out spaced evenly over the grant window, so N
 /// processes together send at the shared rate without bursts. A 429 (`observe`) stops every
 /// local waiter at once and pauses the team in the store; other processes see the pause at their
-/// next grant. Waits end at once when the waiting task is cancelled or the budget is stopped.
+/// next grant. At start and after every pause, one call goes alone and its answer is awaited
+/// before more are sent (`Probe`). Waits end at once when the waiting task is cancelled or the
+/// budget is stopped.
 final class EndpointBudget: Sendable {
     typealias Waiter = (id: UInt64, continuation: CheckedContinuation<Result<Void, AppleIDError>, Never>)
+
+    /// The lone first call (`RateBudgetPolicy.probes`): a process that starts, or whose pause
+    /// ends, may be facing a limit still in force. It sends one call and waits for its answer (or
+    /// `probeTimeout`) before releasing more, so such a limit costs one call per process instead
+    /// of the calls admitted before the first 429 is read.
+    enum Probe: Equatable {
+        /// Calls flow at the grant's spacing.
+        case none
+        /// The next permit taken is the probe.
+        case pending
+        /// The probe was admitted; nothing else is until its answer or `until`.
+        case outstanding(until: Date)
+    }
 
     struct State {
         var waiters: [Waiter] = []
@@ -28,6 +43,7 @@ final class EndpointBudget: Sendable {
         /// The shared rate as last answered, requests/s (sizes the next grant).
         var rate: Double
         var failures = 0
+        var probe: Probe
         var stopped = false
         var dispatcher: Task<Void, Never>?
     }
@@ -51,7 +67,7 @@ final class EndpointBudget: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
-        self.state = Mutex(State(rate: ceiling))
+        self.state = Mutex(State(rate: ceiling, probe: policy.probes ? .pending : .none))
     }
 
     /// How many calls wait for a permit now.
@@ -92,26 +108,51 @@ final class EndpointBudget: Sendable {
         try result.get()
     }
 
-    /// Takes a permit of the current grant if one may be used at `now` (not paused, not expired,
-    /// its turn in the spacing has come).
+    /// Takes a permit of the current grant if one may be used at `now` (not paused, no probe
+    /// awaiting its answer, not expired, its turn in the spacing has come). The permit taken while
+    /// a probe is pending is the probe.
     func takePermit(_ s: inout State, now: Date) -> Bool {
         if let until = s.pausedUntil, until > now { return false }
+        if probeOutstanding(&s, now: now) != nil { return false }
         guard s.permits > 0, now < s.expiresAt, now >= s.nextRelease else { return false }
         s.permits -= 1
         s.nextRelease = max(s.nextRelease, now.addingTimeInterval(-s.spacing.seconds)).addingTimeInterval(s.spacing.seconds)
+        if s.probe == .pending { s.probe = .outstanding(until: now.addingTimeInterval(policy.probeTimeout.seconds)) }
         return true
+    }
+
+    /// When the outstanding probe's wait ends, or nil if none is outstanding at `now` (one past
+    /// its deadline is dropped: its answer was lost, and calls flow again).
+    func probeOutstanding(_ s: inout State, now: Date) -> Date? {
+        guard case .outstanding(let until) = s.probe else { return nil }
+        if until > now { return until }
+        s.probe = .none
+        return nil
+    }
+
+    /// An admitted call ended without a 429 (any other answer, or none: a transport failure or a
+    /// cancellation). It ends an outstanding probe: the waiting calls flow again.
+    func answered() {
+        let ended = state.withLock { s -> Bool in
+            guard case .outstanding = s.probe else { return false }
+            s.probe = .none
+            return true
+        }
+        if ended { wake.signal() }
     }
 
     /// An answer to an admitted call. A 429 pauses this process's waiters at once for its
     /// `Retry-After` (`policy.pause`), drops the grant in hand, and reports it to the store, which
-    /// slows the team's rate and pauses every other worker at its next grant.
+    /// slows the team's rate and pauses every other worker at its next grant; the first call
+    /// after the pause is a probe. Any other status ends an outstanding probe.
     func observe(status: Int, retryAfter: Duration?) async {
-        guard status == 429 else { return }
+        guard status == 429 else { return answered() }
         let pause = policy.pause(retryAfter: retryAfter)
         let now = clock.now
         state.withLock { s in
             s.pausedUntil = max(s.pausedUntil ?? now, now.addingTimeInterval(pause.seconds))
             s.permits = 0
+            if policy.probes { s.probe = .pending }
         }
         wake.signal()
         do {

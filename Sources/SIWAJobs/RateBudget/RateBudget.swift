@@ -37,9 +37,14 @@ public final class RateBudget: RequestGate {
     }
 
     /// A 429 lowers the team's rate for `endpoint` and pauses all its workers; other answers
-    /// change nothing.
+    /// only end an outstanding probe.
     public func observe(_ endpoint: GatedEndpoint, status: Int, retryAfter: Duration?) async {
         await endpoints[endpoint]?.observe(status: status, retryAfter: retryAfter)
+    }
+
+    /// A call without an answer ends an outstanding probe (`RateBudgetPolicy.probes`).
+    public func unanswered(_ endpoint: GatedEndpoint) async {
+        endpoints[endpoint]?.answered()
     }
 
     /// Ends every wait now and every later one (a graceful stop: waiting items are released,

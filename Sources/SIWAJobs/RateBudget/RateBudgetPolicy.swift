@@ -47,12 +47,21 @@ public struct RateBudgetPolicy: Sendable, Equatable {
     /// Grant round trips failing in a row before the items waiting are failed (transient: they
     /// retry later). Default 3, with 100 ms, 200 ms, ... (at most 2 s) between tries.
     public var failuresBeforeGivingUp: Int
+    /// At start and after every pause (a 429 of this process, or the team's pause read at a
+    /// grant), one call goes alone and its answer is awaited before more are sent, so a limit
+    /// still in force costs one call per process rather than every call admitted before the first
+    /// 429 is read. Default true.
+    public var probes: Bool
+    /// The longest wait for a probe's answer before calls flow again (the client reports every
+    /// answer and every failure, so this bounds only a lost report). Default 5 s.
+    public var probeTimeout: Duration
 
     public init(grantWindow: Duration = .milliseconds(200), grantLifetime: Duration = .milliseconds(300),
                 leastGrantFraction: Double = 0.25, decrease: Double = 0.7, floor: Double = 1,
                 recoveryPerSecond: Double = 0.05, knee: Double = 0.9, hold: Duration = .seconds(300),
                 relearn: Double = 0.97, relearnAfter: Duration = .seconds(30), defaultPause: Duration = .seconds(1),
-                maxPause: Duration = .seconds(300), failuresBeforeGivingUp: Int = 3) {
+                maxPause: Duration = .seconds(300), failuresBeforeGivingUp: Int = 3, probes: Bool = true,
+                probeTimeout: Duration = .seconds(5)) {
         self.grantWindow = grantWindow
         self.grantLifetime = grantLifetime
         self.leastGrantFraction = leastGrantFraction
@@ -66,6 +75,8 @@ public struct RateBudgetPolicy: Sendable, Equatable {
         self.defaultPause = defaultPause
         self.maxPause = maxPause
         self.failuresBeforeGivingUp = failuresBeforeGivingUp
+        self.probes = probes
+        self.probeTimeout = probeTimeout
     }
 
     /// The most permits one grant asks for at `rate` requests/s: a window's worth, at least 1.
