@@ -3,8 +3,10 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Owns one CURLM handle and the single thread that drives it. Callers talk to the thread only
-/// through `inbox` (a Mutex) plus the event loop's wake-up (an eventfd); everything else below is
+/// Owns one CURLM handle and the single thread that drives it. Other threads talk to the loop
+/// only through `inbox` (a Mutex) plus the event loop's wake-up (an eventfd); code running on the
+/// loop thread itself (tasks that prefer it as their executor, see the `TaskExecutor` extension)
+/// queues its jobs and transfers in `localJobs` and `localSubmissions`. Everything else below is
 /// touched by the loop thread alone, which is why the class is `@unchecked Sendable`.
 ///
 /// The loop is libcurl's socket interface (`curl_multi_socket_action`) on epoll (`ccurl_events_*`
@@ -12,9 +14,11 @@ import Synchronization
 /// with `curl_multi_perform` scanned every open connection in the kernel and in libcurl on every
 /// wake-up, which at C=512 was the largest cost of the worker's CPU (issue #12).
 final class CurlEngine: @unchecked Sendable {
-    private struct Inbox {
+    struct Inbox {
         var submissions: [CurlTransfer] = []
         var cancellations: [Int] = []
+        /// Jobs of tasks that prefer this engine as their executor, enqueued from other threads.
+        var jobs: [UnownedJob] = []
         var stopping = false
         var stopped = false
         /// The eventfd was written since the loop last took the inbox: later callers need not
@@ -26,10 +30,16 @@ final class CurlEngine: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     /// epoll, the wake-up eventfd and the next timeout, shared with libcurl's callbacks.
-    private let events: UnsafeMutablePointer<ccurl_events>
-    private let inbox = Mutex(Inbox())
+    let events: UnsafeMutablePointer<ccurl_events>
+    let inbox = Mutex(Inbox())
     private let idCounter = Atomic<Int>(0)
     private let exited = DispatchSemaphore(value: 0)
+    /// The loop thread (`pthread_self`), once it runs; 0 before.
+    let loopThread = Atomic<UInt>(0)
+    /// Loop-thread state: jobs enqueued and transfers submitted by code running on the loop
+    /// thread itself (no lock, no wake-up).
+    var localJobs: [UnownedJob] = []
+    private var localSubmissions: [CurlTransfer] = []
     /// The CAs trusted, with verification always on (`TLSTrust`).
     let trust: TLSTrust
     /// The HTTP version and connection caps (`ConnectionPolicy`).
@@ -96,7 +106,12 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Queues a transfer for the loop. Returns false once the engine is shutting down.
     func submit(_ transfer: CurlTransfer) -> Bool {
-        inbox.withLock { inbox in
+        if isLoopThread {
+            guard !inbox.withLock({ $0.stopping }) else { return false }
+            localSubmissions.append(transfer)
+            return true
+        }
+        return inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.submissions.append(transfer)
             if !inbox.woken {
@@ -136,23 +151,38 @@ final class CurlEngine: @unchecked Sendable {
         sigemptyset(&pipeOnly)
         sigaddset(&pipeOnly, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeOnly, nil)
+        ccurl_name_this_thread("siwa-curl")   // Foundation's `Thread.name` leaves the OS thread's name as it was
+        loopThread.store(pthread_self(), ordering: .releasing)
+        // What the inbox and the local queues hand over, swapped in and emptied after use, so
+        // their buffers are reused rather than copied on every step.
+        var submissions: [CurlTransfer] = [], cancellations: [Int] = [], jobs: [UnownedJob] = []
         while true {
-            let (submissions, cancellations, stopping) = inbox.withLock { inbox in
-                defer {
-                    inbox.submissions.removeAll(keepingCapacity: true)
-                    inbox.cancellations.removeAll(keepingCapacity: true)
-                    inbox.woken = false
-                }
-                return (inbox.submissions, inbox.cancellations, inbox.stopping)
+            let stopping = inbox.withLock { inbox in
+                swap(&submissions, &inbox.submissions)
+                swap(&cancellations, &inbox.cancellations)
+                swap(&jobs, &inbox.jobs)
+                inbox.woken = false
+                return inbox.stopping
             }
+            runJobs(jobs)
+            jobs.removeAll(keepingCapacity: true)
+            swap(&jobs, &localJobs)   // resumed here by the last step's completions
+            runJobs(jobs)
+            jobs.removeAll(keepingCapacity: true)
             for transfer in submissions { begin(transfer) }
+            submissions.removeAll(keepingCapacity: true)
+            swap(&submissions, &localSubmissions)   // submitted by the jobs just run
+            for transfer in submissions { begin(transfer) }
+            submissions.removeAll(keepingCapacity: true)
             for id in cancellations {
                 if let transfer = active[id] {
                     finish(transfer, .failure(TransportError(kind: .cancelled, message: "request cancelled")))
                 }
             }
+            cancellations.removeAll(keepingCapacity: true)
             if stopping { break }
-            _ = ccurl_events_step(events, multi, 1000)
+            // Jobs resumed by the cancellations just made run at once; otherwise wait for I/O.
+            _ = ccurl_events_step(events, multi, localJobs.isEmpty && localSubmissions.isEmpty ? 1000 : 0)
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
                 guard ccurl_msg_is_done(message) != 0, let easy = message.pointee.easy_handle,
@@ -163,12 +193,17 @@ final class CurlEngine: @unchecked Sendable {
         }
         let shutdown = TransportError(kind: .other, message: "transport shut down")
         for transfer in Array(active.values) { finish(transfer, .failure(shutdown)) }
-        let leftovers = inbox.withLock { inbox -> [CurlTransfer] in
+        let (leftovers, waiting) = inbox.withLock { inbox -> ([CurlTransfer], [UnownedJob]) in
             inbox.stopped = true
-            defer { inbox.submissions.removeAll() }
-            return inbox.submissions
+            defer { inbox.submissions.removeAll(); inbox.jobs.removeAll() }
+            return (inbox.submissions, inbox.jobs)
         }
-        for transfer in leftovers { transfer.complete(.failure(shutdown)) }
+        for transfer in leftovers + localSubmissions { transfer.complete(.failure(shutdown)) }
+        localSubmissions.removeAll()
+        loopThread.store(0, ordering: .releasing)
+        // Tasks that prefer this engine run on the global executor from now on.
+        for job in waiting + localJobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        localJobs.removeAll()
         for easy in idleHandles { cleanup(easy) }
         idleHandles.removeAll()
         for shared in sharedHeaderLists { curl_slist_free_all(shared.list) }

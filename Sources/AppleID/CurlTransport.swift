@@ -61,6 +61,10 @@ public final class CurlTransport: HTTPTransport {
         return try result.get()
     }
 
+    /// The transport's loop thread as a task executor (nil if libcurl did not start): a task
+    /// that prefers it runs on the thread that drives its requests (`CurlEngine`'s TaskExecutor).
+    public var taskExecutor: (any TaskExecutor)? { engine }
+
     /// Responses by HTTP version and connections opened so far (zeros if libcurl did not start).
     public var statistics: TransportStatistics { engine?.counters.snapshot ?? TransportStatistics() }
 

@@ -24,6 +24,10 @@ static inline CURLcode ccurl_easy_set_body(CURL *h, const void *data, long size)
 static inline int ccurl_msg_is_done(const CURLMsg *m) { return m->msg == CURLMSG_DONE; }
 static inline CURLcode ccurl_msg_result(const CURLMsg *m) { return m->data.result; }
 static inline long ccurl_global_all(void) { return CURL_GLOBAL_ALL; }
+/* Names the calling thread (at most 15 bytes, as `top -H`, `perf` and /proc/<pid>/task/<tid>/comm
+   show it); prctl is variadic, so Swift cannot call it. */
+#include <sys/prctl.h>
+static inline void ccurl_name_this_thread(const char *name) { (void)prctl(PR_SET_NAME, name, 0, 0, 0); }
 /* The engine's event loop (curl_multi_socket_action with epoll): libcurl says which sockets it
    waits on (socket callback) and when it next needs a timeout action (timer callback); the loop
    waits on exactly those sockets plus an eventfd that other threads write to wake it. Each step

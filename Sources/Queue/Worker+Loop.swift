@@ -55,6 +55,7 @@ extension Worker {
         let (prefetch, claimThreshold) = Self.claimSizes(concurrency: concurrency, claimBatch: configuration.claimBatch)
         let bound = configuration.effectiveMaxUnflushed
 
+        await withTaskExecutorPreference(configuration.itemExecutor) {
         await withTaskGroup(of: ChildResult.self) { group in
             var s = LoopState()
             // The grace watcher: once a stop is requested, in-flight items get the grace period,
@@ -112,12 +113,17 @@ extension Worker {
                         s.urgentClaim = false
                         let errors = s.databaseErrors
                         let backoff = errors == 0 ? Duration.zero : min(.seconds(5), .milliseconds(200) * errors)
-                        group.addTask { [self] in .claimed(await self.claimBatch(limit: limit, kinds: kinds, backoff: backoff)) }
+                        // Claims and their preparation (token loads, decryption of a whole batch) run on
+                        // the global executor, not `itemExecutor`: the items' thread stays free to read
+                        // answers while a batch is prepared.
+                        group.addTask(executorPreference: globalConcurrentExecutor) { [self] in
+                            .claimed(await self.claimBatch(limit: limit, kinds: kinds, backoff: backoff))
+                        }
                     } else if s.urgentClaim && s.claimInFlight && !s.urgentClaimInFlight && !s.backpressured && !upstreamCoolingDown {
                         // A NOTIFY while a claim runs: an urgent item (a sign-in) need not wait for it.
                         s.urgentClaimInFlight = true
                         s.urgentClaim = false
-                        group.addTask { [self] in
+                        group.addTask(executorPreference: globalConcurrentExecutor) { [self] in
                             var batch = await self.claimBatch(limit: min(Self.noticedClaim, configuration.claimBatch), kinds: kinds, backoff: .zero)
                             batch.urgent = true
                             return .claimed(batch)
@@ -190,6 +196,7 @@ extension Worker {
                 }
             }
             group.cancelAll()
+        }
         }
         return report
     }

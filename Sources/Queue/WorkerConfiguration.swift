@@ -58,6 +58,10 @@ public struct WorkerConfiguration: Sendable {
     /// `drain`, running jobs of these kinds with items left are reported (`WorkerReport.unrunnable`),
     /// which the CLI turns into exit 78. Default none.
     public var unavailableKinds: [String: String]
+    /// Where the claim loop and the items run (`withTaskExecutorPreference`): the HTTP
+    /// transport's loop thread, so a response resumes its item on the thread that received it.
+    /// nil: the global concurrent executor.
+    public var itemExecutor: (any TaskExecutor)? = nil
 
     public init(workerID: String, concurrency: Int = 64, claimBatch: Int = 500, lease: Duration = .seconds(30),
                 pollInterval: Duration = .seconds(1), flushMaxItems: Int = 500, flushInterval: Duration = .milliseconds(20),

@@ -78,6 +78,8 @@ enum WorkCommand: Command {
                                                  logger: logger, clock: context.clock)
         // With --kinds the operator chose what runs here; otherwise due work of a disabled kind is reported.
         if arguments[kinds] == nil { configuration.unavailableKinds = wiring.unavailableKinds }
+        // Items run on the thread that drives their requests (README "Cost per item").
+        configuration.itemExecutor = wiring.transport.taskExecutor
         let handlers: [any JobHandler]
         do {
             handlers = try selectedHandlers(wiring.handlers, arguments)
