@@ -86,11 +86,9 @@ import TestSupport
         try await world.seed(accounts: 30, revokedFraction: 0)
         let job = try await world.enqueue()
         var env = world.environment
-        // One call a second: the first grant holds one permit, so the call after the 429 can only
-        // be sent once it was seen. At 100/s the first grant is as large as the number of items
-        // already waiting (up to 20 permits, 10 ms apart); whether the second permit comes before
-        // the first call's 429 is read then depends on scheduling, and was not this test's point.
-        env["SIWA_APPLE_RATE_LIMIT"] = "1"
+        // The first call is the budget's probe: the other seven wait for its answer, so nothing
+        // but that call is sent, however the items are scheduled (RateBudgetPolicy.probes).
+        env["SIWA_APPLE_RATE_LIMIT"] = "100"
         _ = try admin(world, "POST", "/__sandbox/faults", #"{"next":1,"kind":"429","retry_after":600}"#)
         let worker = try BinaryProcess(["work", "--concurrency", "8", "--grace-seconds", "600"], environment: env)
         try await Eventually.wait("the 429 recorded", while: worker) {
