@@ -83,6 +83,7 @@ final class CurlEngine: @unchecked Sendable {
         self.trust = trust
         let listed = [getenv("no_proxy"), getenv("NO_PROXY")].compactMap { $0.map { String(cString: $0) } }.filter { !$0.isEmpty }
         self.noProxy = (["127.0.0.0/8", "::1"] + listed.prefix(1)).joined(separator: ",")
+        events.pointee.linger_us = policy.coalescingMicroseconds
         for (option, value) in policy.multiOptions { _ = ccurl_multi_setopt_long(multi, option, value) }
     }
 

@@ -47,6 +47,9 @@ typedef struct {
     long long deadline_ms;
     /* The multi handle, for curl_multi_assign in the socket callback. */
     CURLM *multi;
+    /* Microseconds to wait, once a socket is ready, before handling what is ready (0: at once),
+       so that one step handles the answers of that window together: ConnectionPolicy.coalescing. */
+    long linger_us;
 } ccurl_events;
 
 static inline long long ccurl_now_ms(void) {
@@ -88,6 +91,7 @@ static inline int ccurl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 static inline int ccurl_events_open(ccurl_events *ev, CURLM *multi) {
     ev->deadline_ms = -1;
     ev->multi = multi;
+    ev->linger_us = 0;
     ev->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (ev->epfd < 0) return -1;
     ev->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -111,8 +115,9 @@ static inline void ccurl_events_wake(ccurl_events *ev) {
     (void)ignored;
 }
 
-/* One step: waits for ready sockets, a due timeout or a wake-up (at most max_wait_ms), then
-   drives libcurl for what is ready. Returns 1 when woken through the eventfd, else 0. */
+/* One step: waits for ready sockets, a due timeout or a wake-up (at most max_wait_ms); once a
+   socket is ready, lingers linger_us and takes what is ready by then; then drives libcurl for it.
+   Returns 1 when woken through the eventfd, else 0. */
 static inline int ccurl_events_step(ccurl_events *ev, CURLM *multi, int max_wait_ms) {
     struct epoll_event ready[64];
     int wait = max_wait_ms;
@@ -122,6 +127,15 @@ static inline int ccurl_events_step(ccurl_events *ev, CURLM *multi, int max_wait
         if (left < wait) wait = (int)left;
     }
     int n = epoll_wait(ev->epfd, ready, 64, wait);
+    if (n > 0 && ev->linger_us > 0) {
+        int sockets = 0;
+        for (int i = 0; i < n; i++) if (ready[i].data.fd != ev->wakefd) sockets++;
+        if (sockets > 0) {
+            struct timespec pause = { ev->linger_us / 1000000, (ev->linger_us % 1000000) * 1000 };
+            nanosleep(&pause, NULL);
+            n = epoll_wait(ev->epfd, ready, 64, 0);
+        }
+    }
     int woken = 0, running = 0;
     for (int i = 0; i < n; i++) {
         int fd = ready[i].data.fd;

@@ -35,6 +35,15 @@ import TestSupport
         #expect(policy.http1FallbackMultiOptions.map { $0.value } == [512, 512], "an HTTP/1.1 server gets the HTTP/1.1 cap")
     }
 
+    @Test func readyAnswersAreGatheredForAMillisecondByDefault() {
+        let policy = ConnectionPolicy()
+        #expect(policy.coalescing == .milliseconds(1) && policy.coalescingMicroseconds == 1000)
+        #expect(ConnectionPolicy(coalescing: .microseconds(250)).coalescingMicroseconds == 250)
+        #expect(ConnectionPolicy(coalescing: .zero).coalescingMicroseconds == 0, "zero: each wake-up at once")
+        #expect(ConnectionPolicy(coalescing: .milliseconds(-3)).coalescing == .zero)
+        #expect(ConnectionPolicy(coalescing: .seconds(5)).coalescing == .milliseconds(100), "never more than 100 ms")
+    }
+
     @Test func theTransportUsesThePolicyOfItsVersion() {
         let transport = CurlTransport(maxConnectionsPerHost: 300, httpVersion: .http2)
         defer { transport.shutdown() }
