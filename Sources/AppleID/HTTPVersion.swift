@@ -56,13 +56,14 @@ public struct ConnectionPolicy: Sendable, Equatable {
     /// announce 100 too).
     public static let http2StreamsPerConnection = 100
 
-    /// How long the transport's loop waits, once a socket is ready, before handling what is
-    /// ready: answers that arrive within it are read and handled in one step. libcurl 7.88 runs
-    /// every transfer multiplexed on a connection whenever its socket wakes, and each step has
-    /// fixed costs, so at C=256 a step for every answer or two cost about a fifth of the worker's
-    /// CPU per item; 1 ms adds at most 1 ms to an answer that takes Apple tens of ms (README
-    /// "Cost per item", "Answers handled in batches"). Default 1 ms; zero handles each wake-up
-    /// at once.
+    /// The shortest time between two steps of the transport's loop that handle sockets: a socket
+    /// that becomes ready sooner after the last such step waits out the rest, and the next step
+    /// handles every answer ready by then together. libcurl 7.88 runs every transfer multiplexed
+    /// on a connection whenever its socket wakes, and each step has fixed costs, so at C=256,
+    /// with a step for every three or four answers, they were a tenth or more of the worker's CPU
+    /// per item. A loop already busier than this (C=512) never waits; an answer waits at most
+    /// this long, against the tens of ms Apple takes (README "Cost per item", "Answers handled
+    /// in batches"). Default 1 ms; zero handles each wake-up at once.
     public let coalescing: Duration
     public let httpVersion: HTTPVersion
     /// `CURLMOPT_MAX_HOST_CONNECTIONS`.

@@ -47,10 +47,19 @@ typedef struct {
     long long deadline_ms;
     /* The multi handle, for curl_multi_assign in the socket callback. */
     CURLM *multi;
-    /* Microseconds to wait, once a socket is ready, before handling what is ready (0: at once),
-       so that one step handles the answers of that window together: ConnectionPolicy.coalescing. */
+    /* The shortest time in microseconds between two busy steps (0: none): a socket ready sooner
+       after the last step that found anything ready waits out the rest, and the step then handles
+       everything ready by that time together (ConnectionPolicy.coalescing). */
     long linger_us;
+    /* ccurl_now_us() when the last step that found anything ready (a socket or a wake-up) began. */
+    long long last_step_us;
 } ccurl_events;
+
+static inline long long ccurl_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static inline long long ccurl_now_ms(void) {
     struct timespec ts;
@@ -92,6 +101,7 @@ static inline int ccurl_events_open(ccurl_events *ev, CURLM *multi) {
     ev->deadline_ms = -1;
     ev->multi = multi;
     ev->linger_us = 0;
+    ev->last_step_us = 0;
     ev->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (ev->epfd < 0) return -1;
     ev->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -115,9 +125,10 @@ static inline void ccurl_events_wake(ccurl_events *ev) {
     (void)ignored;
 }
 
-/* One step: waits for ready sockets, a due timeout or a wake-up (at most max_wait_ms); once a
-   socket is ready, lingers linger_us and takes what is ready by then; then drives libcurl for it.
-   Returns 1 when woken through the eventfd, else 0. */
+/* One step: waits for ready sockets, a due timeout or a wake-up (at most max_wait_ms); a socket
+   ready less than linger_us after the last step that found anything ready waits out the rest and
+   the step takes what is ready by then; then drives libcurl for what is ready. Returns 1 when
+   woken through the eventfd, else 0. */
 static inline int ccurl_events_step(ccurl_events *ev, CURLM *multi, int max_wait_ms) {
     struct epoll_event ready[64];
     int wait = max_wait_ms;
@@ -131,11 +142,15 @@ static inline int ccurl_events_step(ccurl_events *ev, CURLM *multi, int max_wait
         int sockets = 0;
         for (int i = 0; i < n; i++) if (ready[i].data.fd != ev->wakefd) sockets++;
         if (sockets > 0) {
-            struct timespec pause = { ev->linger_us / 1000000, (ev->linger_us % 1000000) * 1000 };
-            nanosleep(&pause, NULL);
-            n = epoll_wait(ev->epfd, ready, 64, 0);
+            long long left = ev->linger_us - (ccurl_now_us() - ev->last_step_us);
+            if (left > 0) {
+                struct timespec pause = { (time_t)(left / 1000000), (long)(left % 1000000) * 1000 };
+                nanosleep(&pause, NULL);
+                n = epoll_wait(ev->epfd, ready, 64, 0);
+            }
         }
     }
+    if (n > 0 && ev->linger_us > 0) ev->last_step_us = ccurl_now_us();
     int woken = 0, running = 0;
     for (int i = 0; i < n; i++) {
         int fd = ready[i].data.fd;
