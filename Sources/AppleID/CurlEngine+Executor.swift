@@ -15,10 +15,7 @@ extension CurlEngine: TaskExecutor {
         let forward = inbox.withLock { inbox -> Bool in
             guard !inbox.stopped else { return true }
             inbox.jobs.append(job)
-            if !inbox.woken {
-                inbox.woken = true
-                ccurl_events_wake(events)
-            }
+            inbox.wake(events)
             return false
         }
         if forward { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }

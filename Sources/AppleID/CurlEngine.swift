@@ -24,6 +24,13 @@ final class CurlEngine: @unchecked Sendable {
         /// The eventfd was written since the loop last took the inbox: later callers need not
         /// write it again (one wake-up per loop step, not one system call per submission).
         var woken = false
+
+        /// Writes the loop's eventfd unless it was written since the loop last took the inbox.
+        mutating func wake(_ events: UnsafeMutablePointer<ccurl_events>) {
+            guard !woken else { return }
+            woken = true
+            ccurl_events_wake(events)
+        }
     }
 
     private static let globalInit: Bool = curl_global_init(ccurl_global_all()) == CURLE_OK
@@ -115,10 +122,7 @@ final class CurlEngine: @unchecked Sendable {
         return inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.submissions.append(transfer)
-            if !inbox.woken {
-                inbox.woken = true
-                ccurl_events_wake(events)
-            }
+            inbox.wake(events)
             return true
         }
     }
