@@ -112,10 +112,11 @@ final class CurlEngine: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues a transfer for the loop. Returns false once the engine is shutting down.
+    /// Queues a transfer for the loop. Returns false once the engine is shutting down. On the
+    /// loop thread it is only appended (no lock): the loop begins it after the jobs it runs, or,
+    /// once stopping, fails it with the rest (`run`'s shutdown).
     func submit(_ transfer: CurlTransfer) -> Bool {
         if isLoopThread {
-            guard !inbox.withLock({ $0.stopping }) else { return false }
             localSubmissions.append(transfer)
             return true
         }

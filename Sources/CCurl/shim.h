@@ -61,11 +61,7 @@ static inline long long ccurl_now_us(void) {
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static inline long long ccurl_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static inline long long ccurl_now_ms(void) { return ccurl_now_us() / 1000; }
 
 /* The events a socket is registered for are remembered in libcurl's own per-socket pointer
    (curl_multi_assign: 1 + the CURL_POLL_* value, which libcurl forgets when the socket goes), so
@@ -139,18 +135,18 @@ static inline int ccurl_events_step(ccurl_events *ev, CURLM *multi, int max_wait
     }
     int n = epoll_wait(ev->epfd, ready, 64, wait);
     if (n > 0 && ev->linger_us > 0) {
+        long long now = ccurl_now_us();
+        long long left = ev->linger_us - (now - ev->last_step_us);
         int sockets = 0;
         for (int i = 0; i < n; i++) if (ready[i].data.fd != ev->wakefd) sockets++;
-        if (sockets > 0) {
-            long long left = ev->linger_us - (ccurl_now_us() - ev->last_step_us);
-            if (left > 0) {
-                struct timespec pause = { (time_t)(left / 1000000), (long)(left % 1000000) * 1000 };
-                nanosleep(&pause, NULL);
-                n = epoll_wait(ev->epfd, ready, 64, 0);
-            }
+        if (sockets > 0 && left > 0) {
+            struct timespec pause = { (time_t)(left / 1000000), (long)(left % 1000000) * 1000 };
+            nanosleep(&pause, NULL);
+            n = epoll_wait(ev->epfd, ready, 64, 0);
+            now = ccurl_now_us();
         }
+        ev->last_step_us = now;
     }
-    if (n > 0 && ev->linger_us > 0) ev->last_step_us = ccurl_now_us();
     int woken = 0, running = 0;
     for (int i = 0; i < n; i++) {
         int fd = ready[i].data.fd;
