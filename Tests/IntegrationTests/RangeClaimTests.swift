@@ -112,6 +112,35 @@ import Testing
         await db.drop()
     }
 
+    @Test func onlyTheRangesHoldingAnIDInFlightAreRenewed() async throws {
+        let db = try await TestDatabase.create()
+        _ = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 30, createdBy: "test")
+        let store = PostgresJobStore(pool: db.pool)
+        var ranges: [[ClaimedItem]] = []
+        for _ in 0..<3 { ranges.append(try await store.claim(owner: "w", kinds: ["noop"], limit: 10, lease: .seconds(30))) }
+        #expect(ranges.allSatisfy { $0.count == 10 && $0.allSatisfy(\.claimedByRange) })
+        #expect(try await db.scalar("SELECT count(*)::int FROM siwa.item_leases") as Int == 3)
+        func renewed(_ ids: [Int64]) async throws -> [Int64] {
+            try await db.pool.execute("UPDATE siwa.item_leases SET expires_at = now() + interval '30 seconds'")
+            let n = try await store.extendLeases(owner: "w", itemIDs: ids, lease: .seconds(600))
+            let rows = try await db.pool.query("""
+                SELECT first_id FROM siwa.item_leases WHERE expires_at > now() + interval '60 seconds' ORDER BY first_id
+                """)
+            let firsts = try rows.map { try $0.decode("first_id", as: Int64.self) }
+            #expect(firsts.count == n)
+            return firsts
+        }
+        let starts = ranges.map { $0.map(\.id).min()! }
+        // One id in the middle range, then the first and the last range's ends (the span covers the
+        // middle range, which holds none of them), then an id no lease holds.
+        #expect(try await renewed([ranges[1][4].id]) == [starts[1]])
+        #expect(try await renewed([ranges[0].map(\.id).min()!, ranges[2].map(\.id).max()!]) == [starts[0], starts[2]])
+        #expect(try await renewed([ranges[2].map(\.id).max()! + 1_000]).isEmpty)
+        #expect(try await store.extendLeases(owner: "v", itemIDs: ranges[1].map(\.id), lease: .seconds(600)) == 0,
+                "another owner's ids renew nothing of this owner's")
+        await db.drop()
+    }
+
     @Test func aReleasedRangeItemComesBackUnchargedAndSingly() async throws {
         let db = try await TestDatabase.create()
         let job = try await Enqueuer(pool: db.pool, clock: SystemClock()).enqueueNoop(items: 3, createdBy: "test")
