@@ -80,13 +80,16 @@ import TestSupport
         await budget.observe(.token, status: 200, retryAfter: nil)
         let tasks = (0..<2).map { _ in admissions.admit(budget) }
         try await until("the team's pause read") { store.wants.count == 2 && clock.sleeperCount >= 1 }
-        #expect(store.wants == [1, 2], "no probe pending before the pause: a grant for both")
+        // No probe is pending before the pause, so that grant asks for every item then waiting:
+        // both, or one when the dispatcher asked before the second task was queued.
+        let before = store.wants[1]
+        #expect(store.wants[0] == 1 && (before == 1 || before == 2))
         clock.advance(by: .seconds(3))
         try await until("the probe after the pause") { admissions.admitted == 2 && clock.sleeperCount >= 1 }
-        #expect(store.wants == [1, 2, 1])
+        #expect(store.wants == [1, before, 1], "the grant after the pause is the probe's, for one")
         await budget.observe(.token, status: 400, retryAfter: nil)   // any answer but a 429 ends it
         for task in tasks { await task.value }
-        #expect(admissions.admitted == 3 && store.wants == [1, 2, 1, 1])
+        #expect(admissions.admitted == 3 && store.wants == [1, before, 1, 1])
         await budget.shutdown()
     }
 }
