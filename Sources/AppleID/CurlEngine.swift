@@ -14,25 +14,6 @@ import Synchronization
 /// with `curl_multi_perform` scanned every open connection in the kernel and in libcurl on every
 /// wake-up, which at C=512 was the largest cost of the worker's CPU (issue #12).
 final class CurlEngine: @unchecked Sendable {
-    struct Inbox {
-        var submissions: [CurlTransfer] = []
-        var cancellations: [Int] = []
-        /// Jobs of tasks that prefer this engine as their executor, enqueued from other threads.
-        var jobs: [UnownedJob] = []
-        var stopping = false
-        var stopped = false
-        /// The eventfd was written since the loop last took the inbox: later callers need not
-        /// write it again (one wake-up per loop step, not one system call per submission).
-        var woken = false
-
-        /// Writes the loop's eventfd unless it was written since the loop last took the inbox.
-        mutating func wake(_ events: UnsafeMutablePointer<ccurl_events>) {
-            guard !woken else { return }
-            woken = true
-            ccurl_events_wake(events)
-        }
-    }
-
     private static let globalInit: Bool = curl_global_init(ccurl_global_all()) == CURLE_OK
 
     private let multi: UnsafeMutableRawPointer
