@@ -40,13 +40,30 @@ enum StoredTokens {
         var customMirror: Mirror { Mirror(self, children: ["description": description]) }
     }
 
+    /// The stored tokens of `accountIDs` (absent accounts are absent from the map), in one statement.
+    ///
+    /// A batch whose ids lie close together (`denseSpan`), as a range claim's planned items do, is
+    /// read by one scan of the key over its span with the list as a filter (`id + 0` keeps the list
+    /// out of the index condition): PostgreSQL 15 otherwise descends the key once per id, which cost
+    /// about 2.5 µs and 2.5 buffer hits per account (`pg_stat_statements`, README "Cost per item").
+    /// Scattered ids (a retry's, a notification's) keep the per-id lookups, so a batch never reads
+    /// more than twice its own number of accounts.
+    /// - Throws: `DatabaseError`.
     static func load(_ accountIDs: [Int64], pool: PostgresPool) async throws -> [Int64: Token] {
-        let rows = try await pool.withConnection { conn in
-            try await conn.query(("""
+        guard !accountIDs.isEmpty else { return [:] }
+        let statement: SQL
+        if let span = denseSpan(accountIDs) {
+            statement = """
+                SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
+                FROM siwa.accounts WHERE id BETWEEN \(span.lowerBound) AND \(span.upperBound) AND id + 0 = ANY(\(accountIDs))
+                """
+        } else {
+            statement = """
                 SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
                 FROM siwa.accounts WHERE id = ANY(\(accountIDs))
-                """ as SQL).reusingPlan())
+                """
         }
+        let rows = try await pool.withConnection { conn in try await conn.query(statement.reusingPlan()) }
         var map: [Int64: Token] = [:]
         for row in rows {
             map[try row.decode("id")] = Token(
@@ -55,6 +72,15 @@ enum StoredTokens {
                 fingerprint: try row.decode("refresh_token_fingerprint", as: String?.self))
         }
         return map
+    }
+
+    /// The span of `ids` (lowest...highest) when it holds at most twice as many ids as `ids` has,
+    /// else nil (also for an empty list).
+    static func denseSpan(_ ids: [Int64]) -> ClosedRange<Int64>? {
+        guard let low = ids.min(), let high = ids.max() else { return nil }
+        let (width, overflow) = high.subtractingReportingOverflow(low)
+        guard !overflow, width < 2 * Int64(ids.count) else { return nil }
+        return low...high
     }
 }
 
