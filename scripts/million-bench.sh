@@ -55,11 +55,20 @@ sandbox_pid=$!
 sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
 url=$SIWA_APPLE_BASE_URL
 
+# Every autovacuum and autoanalyze is logged with its CPU, so the drain's report can say which ran
+# inside which tenth (the cluster is this benchmark's own).
+psql -d postgres -qX -c "ALTER SYSTEM SET log_autovacuum_min_duration = 0" -c "SELECT pg_reload_conf()" >/dev/null
+log_from=$(wc -l < "$pgdir/server.log")
+
 echo "== seeding $ACCOUNTS accounts (3% revoked) against the sandbox at $url"
 t0=$(now)
 "$bin" seed --accounts "$ACCOUNTS" --revoked-fraction 0.03 >/dev/null
 t1=$(now)
 q "VACUUM ANALYZE siwa.accounts" >/dev/null
+# The seed's million new rows and the VACUUM's hint bits are dirty in shared_buffers (512 MB,
+# smaller than the table): written now, as a checkpoint would have long before a real nightly
+# run, rather than by the drain's first tenth as it evicts them. Planning's own writes stay.
+q "CHECKPOINT" >/dev/null
 size_seeded=$(dbsize)
 echo "seeded in $(secs "$t0" "$t1") s"
 
@@ -83,6 +92,7 @@ fi
 
 echo "== drain (C=$CONCURRENCY, sandbox latency $LATENCY_MS ms, id_tokens $ID_TOKENS)"
 pg0=$(cpu --postgres "$pgdir/data"); sb0=$(cpu --pid "$sandbox_pid")
+drain_t0=$(now)
 set +e
 stats=$("$bin" work --drain --stats --concurrency "$CONCURRENCY" 2> "$work/worker.log")
 code=$?
@@ -123,6 +133,32 @@ print(f"worker peak RSS: {rss:.1f} MB (target <= 150 MB: {'met' if rss <= 150 el
 if total:
     print(f"CPU ms per item: worker {1000 * cpu_w / total:.3f}, sandbox {1000 * (float(sb1) - float(sb0)) / total:.3f}, "
           f"postgres {1000 * (float(pg1) - float(pg0)) / total:.3f}")
+PY
+
+echo "== autovacuum and autoanalyze of siwa's tables from seeding to the end of the drain (server log; they share the 2 cores)"
+tail -n +"$((log_from + 1))" "$pgdir/server.log" > "$work/server-since-seeding.log"
+python3 - "$work/tenths.txt" "$drain_t0" "$work/server-since-seeding.log" <<'PY'
+import re, sys, datetime
+tenths = [tuple(map(float, l.split('|'))) for l in open(sys.argv[1]).read().split() if l]
+t0 = float(sys.argv[2])
+lines, found = open(sys.argv[3]).read().splitlines(), 0
+for i, line in enumerate(lines):
+    m = re.match(r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) (\w+) .*automatic (vacuum|analyze) of table "([^"]+)"', line)
+    if not m:
+        continue
+    at = datetime.datetime.strptime(m.group(1), '%Y-%m-%d %H:%M:%S.%f').replace(tzinfo=datetime.timezone.utc).timestamp()
+    if '.pg_catalog.' in m.group(4):
+        continue
+    usage = None
+    for later in lines[i + 1:i + 40]:   # the entry's own lines, up to the next entry
+        if 'automatic ' in later:
+            break
+        usage = usage or re.search(r'CPU: user: ([0-9.]+) s, system: ([0-9.]+) s, elapsed: ([0-9.]+) s', later)
+    cpu = f"{float(usage.group(1)) + float(usage.group(2)):.2f} s CPU over {float(usage.group(3)):.2f} s" if usage else "CPU not logged"
+    where = "before the drain" if at < t0 else next((f"ended in tenth {int(t)}" for t, _, lo, hi in tenths if at <= hi), "after the job")
+    print(f"  {m.group(3)} of {m.group(4)}: ended {at - t0:+.1f} s from the drain's start ({where}), {cpu}")
+    found += 1
+print(f"  {found} in all" if found else "  none")
 PY
 
 last_rate=$(python3 - "$work/tenths.txt" <<'PY'
