@@ -56,8 +56,9 @@ sandbox_env "$work/sandbox.out" || { cat "$work/sandbox.err" >&2; exit 1; }
 url=$SIWA_APPLE_BASE_URL
 
 # Every autovacuum and autoanalyze is logged with its CPU, so the drain's report can say which ran
-# inside which tenth (the cluster is this benchmark's own).
-psql -d postgres -qX -c "ALTER SYSTEM SET log_autovacuum_min_duration = 0" -c "SELECT pg_reload_conf()" >/dev/null
+# inside which tenth, with times in UTC as the report reads them (the cluster is this benchmark's own).
+psql -d postgres -qX -c "ALTER SYSTEM SET log_autovacuum_min_duration = 0" -c "ALTER SYSTEM SET log_timezone = 'UTC'" \
+  -c "SELECT pg_reload_conf()" >/dev/null
 log_from=$(wc -l < "$pgdir/server.log")
 
 echo "== seeding $ACCOUNTS accounts (3% revoked) against the sandbox at $url"
