@@ -51,18 +51,11 @@ enum StoredTokens {
     /// - Throws: `DatabaseError`.
     static func load(_ accountIDs: [Int64], pool: PostgresPool) async throws -> [Int64: Token] {
         guard !accountIDs.isEmpty else { return [:] }
-        let statement: SQL
-        if let span = denseSpan(accountIDs) {
-            statement = """
-                SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
-                FROM siwa.accounts WHERE id BETWEEN \(span.lowerBound) AND \(span.upperBound) AND id + 0 = ANY(\(accountIDs))
-                """
-        } else {
-            statement = """
-                SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint
-                FROM siwa.accounts WHERE id = ANY(\(accountIDs))
-                """
-        }
+        let filter: SQL = denseSpan(accountIDs).map { span in
+            "id BETWEEN \(span.lowerBound) AND \(span.upperBound) AND id + 0 = ANY(\(accountIDs))"
+        } ?? "id = ANY(\(accountIDs))"
+        let statement: SQL = "SELECT id, refresh_token_ciphertext, refresh_token_key_id, refresh_token_fingerprint "
+            + "FROM siwa.accounts WHERE " + filter
         let rows = try await pool.withConnection { conn in try await conn.query(statement.reusingPlan()) }
         var map: [Int64: Token] = [:]
         for row in rows {
