@@ -79,6 +79,18 @@ import Testing
         #expect(empty.errors.first?.hasPrefix("line 1: the file is empty") == true)
     }
 
+    /// A file-level error ends the reading: what follows it is not read (`/dev/zero` or a pipe
+    /// that never ends would otherwise be read forever).
+    @Test func aFileErrorStopsTheReading() throws {
+        let badHeader = "external_user_id,sub,refresh_tokn\n" + String(repeating: "u1,s1,r1\n", count: 100_000)
+        let header = try Self.read(badHeader, chunk: 1024)
+        #expect(header.errors.count == 1 && header.errors[0].hasPrefix("line 1: header: unknown column"), "\(header.errors)")
+        #expect(header.reader.bytes == 1024, "read \(header.reader.bytes) of \(badHeader.utf8.count) bytes")
+        let zeros = try Self.read(String(repeating: "\u{0}", count: 3 << 20), chunk: 1 << 16)
+        #expect(zeros.errors.count == 1 && zeros.errors[0].contains("NUL bytes"), "\(zeros.errors)")
+        #expect(zeros.reader.bytes == 1 << 16, "read \(zeros.reader.bytes) of \(3 << 20) bytes")
+    }
+
     @Test(arguments: [1, 4, 1 << 20])
     func jsonLines(chunk: Int) throws {
         let text = #"{"external_user_id":"u1","sub":"s1","refresh_token":"r1","is_private_email":true}"# + "\n"

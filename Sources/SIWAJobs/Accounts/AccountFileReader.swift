@@ -73,10 +73,13 @@ struct AccountFileReader {
         return pending
     }
 
+    /// Records a problem with the file as a whole and stops reading it: no row is read after it,
+    /// and a stream that never ends (`/dev/zero`, a pipe) is not read on for nothing.
     private mutating func fail(_ error: ImportRowError) {
         guard fileError == nil else { return }
         fileError = error
         pending.errors.append(error)
+        finished = true
     }
 
     private mutating func feed(_ data: [UInt8]) {
