@@ -153,8 +153,7 @@ import Testing
         let claimed = try await store.claim(owner: "w", kinds: [RefreshValidationHandler.kind], limit: 30, lease: .seconds(30))
         let invalid = claimed.prefix(10).map { item in
             Completion(item: item, kind: RefreshValidationHandler.kind, state: .succeeded,
-                       result: ResultRecord(RefreshValidationHandler.Outcome.invalid, httpStatus: 400, appleError: "invalid_grant"),
-                       effect: EffectPayload(RefreshValidationHandler.Effect(tokenStatus: .invalid)))
+                       result: ResultRecord(RefreshValidationHandler.Outcome.invalid, httpStatus: 400, appleError: "invalid_grant"))
         }
         #expect(try await store.complete(invalid, owner: "w", writes: RefreshValidationHandler.effectWrites).count == 10)
         try await world.database.pool.execute("""
