@@ -42,11 +42,9 @@ extension PostgresJobStore {
             errors.append(c.lastError)
             outcomes.append(c.result?.outcome.rawValue)
             statuses.append(c.result?.httpStatus.map(String.init))
-            // An empty object travels as NULL, which the inserts write as '{}': one `jsonb` value
-            // fewer to parse per item (`done` hands effect steps no detail).
-            details.append(c.result.flatMap { $0.detail == "{}" ? nil : $0.detail })
+            details.append(Self.boundDetail(c.result?.detail))
             auditActions.append(c.audit?.action)
-            auditDetails.append(c.audit.flatMap { $0.detail == "{}" ? nil : $0.detail })
+            auditDetails.append(Self.boundDetail(c.audit?.detail))
             effects.append(c.effect?.json)
             for (index, column) in columns.enumerated() { kindValues[index].append(c.result?.kindValues[column]) }
         }
@@ -115,5 +113,12 @@ extension PostgresJobStore {
         var written: [Int64: Int] = [:]
         for row in rows { written[try row.decode("item_id", as: Int64.self)] = try row.decode("attempt", as: Int.self) }
         return written
+    }
+
+    /// A result or audit detail as the completion binds it: an empty object (`{}`) travels as NULL,
+    /// which the inserts write as `'{}'`, so the database parses one `jsonb` value fewer per item
+    /// (`done` hands effect steps no detail).
+    private static func boundDetail(_ detail: String?) -> String? {
+        detail == "{}" ? nil : detail
     }
 }
