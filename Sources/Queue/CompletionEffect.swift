@@ -7,10 +7,18 @@ public struct KindWrites: Sendable {
     public var resultColumns: [ResultColumn]
     /// The kind's effect, or nil when its items change nothing beyond the queue's rows.
     public var effect: CompletionEffect?
+    /// When true, an item claimed by range (`ClaimedItem.claimedByRange`) that succeeds with a
+    /// result keeps its planned row (available, not singly, attempt 0): its result row, marked
+    /// `kept`, is the record that it ended, and the completion writes one row fewer per item
+    /// (README "Succeeded range items keep their row"). Readers count such items through
+    /// `ItemCounts`, `siwa.job_progress` and `siwa.summarize_job`. Only for kinds whose own SQL
+    /// never reads a finished item's state from `siwa.job_items`. Default false.
+    public var keepsSucceededRangeItems: Bool
 
-    public init(resultColumns: [ResultColumn] = [], effect: CompletionEffect? = nil) {
+    public init(resultColumns: [ResultColumn] = [], effect: CompletionEffect? = nil, keepsSucceededRangeItems: Bool = false) {
         self.resultColumns = resultColumns
         self.effect = effect
+        self.keepsSucceededRangeItems = keepsSucceededRangeItems
     }
 
     /// A kind with no columns and no effect of its own.
@@ -55,7 +63,7 @@ public struct CompletionEffect: Sendable {
     }
 
     /// Names of the completion statement's own CTEs.
-    public static let reservedNames: Set<String> = ["input", "done", "written_results", "written_audit"]
+    public static let reservedNames: Set<String> = ["input", "leases", "kept_results", "kept", "kept_counts", "updated", "done", "written_results", "written_audit"]
 }
 
 /// A kind's per-item input to its `CompletionEffect`: a value of the kind's own `Encodable` type,

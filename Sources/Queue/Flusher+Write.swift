@@ -6,7 +6,8 @@ extension Flusher {
     /// (`DatabaseError.meaning`, never raw SQLSTATEs):
     /// - `badData` (a constraint or data exception): a property of some item's data, which would
     ///   fail the same way on every retry: the batch is split down to the offending completions,
-    ///   and each of those is recorded as failed without its effect (`recordRejected`);
+    ///   and each of those is recorded as failed without its effect (`recordRejected`), unless it
+    ///   is a kept completion whose result an earlier try already wrote (`keptResultExists`);
     /// - `transient` (connection lost, statement or lock timeout, serialization failure,
     ///   deadlock) and `readOnly` (a standby, a failover): the batch is kept and retried with
     ///   backoff (50 ms doubling to 5 s) until it is written; no item is failed. Only once the
@@ -41,7 +42,10 @@ extension Flusher {
                     await write(Array(completions[..<middle]), writes: writes, rejected: rejected)
                     await write(Array(completions[middle...]), writes: writes, rejected: rejected)
                 } else if let only = completions.first {
-                    if rejected {
+                    if failure.isUniqueViolation, (try? await store.keptResultExists(only, writes: writes)) == true {
+                        // An earlier try of its statement wrote it; its answer was lost.
+                        accept([only], written: [only.item.id: only.item.attempt])
+                    } else if rejected {
                         logger.error("recording a refused completion was refused too", ["item.id": "\(only.item.id)", "error": "\(failure)"])
                         leave([only], failure)
                     } else {

@@ -69,11 +69,16 @@ public protocol JobStore: Sendable {
     func outOfScopeJobs(kinds: [String]) async throws -> [JobRecord]
     /// Why `outOfScopeJobs` cannot run here.
     var outOfScopeReason: String { get }
+    /// Whether `completion` kept its item's row (`KindWrites.keepsSucceededRangeItems`) and its
+    /// result is already written: an earlier try of its statement committed though its answer was
+    /// lost, so its second try met the result's key. False by default (a store that keeps no rows).
+    func keptResultExists(_ completion: Completion, writes: KindWrites) async throws -> Bool
 }
 
 extension JobStore {
     public func outOfScopeJobs(kinds: [String]) async throws -> [JobRecord] { [] }
     public var outOfScopeReason: String { "" }
+    public func keptResultExists(_ completion: Completion, writes: KindWrites) async throws -> Bool { false }
 
     /// Rescues every expired lease, discarding items out of attempts at once (no retry budget).
     public func rescueExpired(limit: Int) async throws -> RescueReport {

@@ -13,6 +13,9 @@ extension PostgresJobStore {
     /// completion changes no indexed column, so its row is updated in place (HOT, no index entry).
     /// Items are written in id order, as the rescue locks them (no deadlock between the two).
     ///
+    /// Succeeded range items of a kind that keeps them (`KindWrites.keepsSucceededRangeItems`) are
+    /// not written: their result row (`kept` true) records that they ended (`keptSQL`).
+    ///
     /// Result rows are inserted without `ON CONFLICT`: an item the statement finds still leased has
     /// no result row (results are written only as an item ends, and `jobs retry` moves an ended
     /// item's result to `siwa.result_history` before making it available again), so a conflict
@@ -26,7 +29,7 @@ extension PostgresJobStore {
         let jobIDs = Array(Set(completions.map(\.item.jobID))).sorted()
         let completions = completions.sorted { $0.item.id < $1.item.id }
         var ids: [Int64] = [], jobs: [Int64] = [], attempts: [Int] = [], states: [ItemState] = [], delays: [Double] = []
-        var byRange: [Bool] = []
+        var byRange: [Bool] = [], keep: [Bool] = [], accounts: [Int64?] = []
         var uncharged: [Bool] = [], errors: [String?] = [], outcomes: [String?] = [], statuses: [String?] = []
         var details: [String?] = [], auditActions: [String?] = [], auditDetails: [String?] = [], effects: [String?] = []
         let columns = writes.resultColumns
@@ -36,6 +39,8 @@ extension PostgresJobStore {
             jobs.append(c.item.jobID)
             attempts.append(c.item.attempt)
             byRange.append(c.item.claimedByRange)
+            accounts.append(c.item.accountID)
+            keep.append(Self.keeps(c, writes: writes))
             states.append(c.state)
             delays.append(c.delay.seconds)
             uncharged.append(c.uncharged)
@@ -62,14 +67,16 @@ extension PostgresJobStore {
                        CASE WHEN u.by_range THEN 'available' ELSE 'running' END AS leased_state,
                        CASE WHEN u.by_range THEN NULL ELSE \(owner)::text END AS leased_by,
                        CASE WHEN u.by_range THEN 0 ELSE u.attempt END AS leased_attempt
-                FROM unnest(\(ids)::bigint[], \(jobs)::bigint[], \(attempts)::int[], \(byRange)::bool[], \(states)::text[], \(delays)::float8[],
+                FROM unnest(\(ids)::bigint[], \(jobs)::bigint[], \(attempts)::int[], \(byRange)::bool[], \(keep)::bool[],
+                            \(accounts)::bigint[], \(states)::text[], \(delays)::float8[],
                                      \(uncharged)::bool[], \(errors)::text[], \(outcomes)::text[], \(statuses)::int[],
                                      \(details)::jsonb[], \(auditActions)::text[], \(auditDetails)::jsonb[],
                                      \(effects)::jsonb[]\(kindArguments))
-                    AS u(item_id, job_id, attempt, by_range, state, delay_s, uncharged, last_error, outcome, http_status,
+                    AS u(item_id, job_id, attempt, by_range, keep, account_id, state, delay_s, uncharged, last_error, outcome, http_status,
                          detail, audit_action, audit_detail, effect\(unsafeSQL: kindAliases))
             ),
-            done AS (
+            \(Self.keptSQL(keep: keep, completions: completions, owner: owner, kindAliases: kindAliases, kindTargets: kindTargets))
+            updated AS (
                 UPDATE siwa.job_items i
                 SET state = u.state,
                     attempt = CASE WHEN u.uncharged THEN u.attempt - 1 ELSE u.attempt END,
@@ -87,14 +94,17 @@ extension PostgresJobStore {
                 -- each (quadratic in the batch): it finds items by key, or hashes the batch.
                 WHERE i.job_id = ANY(\(jobIDs)) AND i.id = u.item_id AND i.job_id = u.job_id
                   AND i.state = u.leased_state AND i.lease_owner IS NOT DISTINCT FROM u.leased_by
-                  AND i.attempt = u.leased_attempt AND i.claim_singly = NOT u.by_range
+                  AND i.attempt = u.leased_attempt AND i.claim_singly = NOT u.by_range AND NOT u.keep
                 RETURNING i.id AS item_id, i.job_id, i.account_id, u.attempt, u.state, u.outcome, u.http_status,
-                          u.detail, u.audit_action, u.audit_detail, u.effect\(unsafeSQL: kindAliases)
+                          u.detail, u.audit_action, u.audit_detail, u.effect, false AS kept\(unsafeSQL: kindAliases)
+            ),
+            done AS (
+                SELECT * FROM updated\(unsafeSQL: keep.contains(true) ? " UNION ALL SELECT * FROM kept" : "")
             ),
             written_results AS (
                 INSERT INTO siwa.results (item_id, job_id, account_id, outcome, http_status, detail, attempt\(unsafeSQL: kindTargets))
                 SELECT item_id, job_id, account_id, outcome, http_status, COALESCE(detail, '{}'), attempt\(unsafeSQL: kindAliases)
-                FROM done
+                FROM updated
                 WHERE outcome IS NOT NULL AND state IN ('succeeded', 'failed', 'discarded')
             ),
             written_audit AS (

@@ -10,7 +10,8 @@ import Queue
 /// per-job progress view and the queue tables without row-by-row foreign keys of issue #12
 /// (`0021`-`0023`), the worker role's use of the accounts' sequence (`0024`, for the sign-in's one-statement
 /// write), job summaries written by prune instead of a trigger (`0025`), claims by range (`0026`), item partitions
-/// filled to 40% so every range completion is HOT (`0027`), and the queue's later columns and indexes
+/// filled to 40% so every range completion is HOT (`0027`), succeeded range items that keep their row
+/// (`0028`), and the queue's later columns and indexes
 /// (`0010_retry_budget.sql`, `0014_priority_claim.sql`: listed here so files apply in name order).
 /// It builds on the queue's tables, so a `Migrator` applies `QueueSchema.migrations` first (see
 /// `QueueSchema` for why `0001_core.sql`, which also creates `siwa.accounts`, is the queue's).
@@ -25,6 +26,7 @@ public enum SIWASchema {
         SQLFile.m0020_hardening, SQLFile.m0021_lease_index,
         SQLFile.m0022_progress_per_job, SQLFile.m0023_queue_foreign_keys, SQLFile.m0024_account_ids,
         SQLFile.m0025_summaries_at_prune, SQLFile.m0026_range_claims, SQLFile.m0027_item_fillfactor,
+        SQLFile.m0028_kept_range_items,
     ].map { Migration(name: $0.name, sql: $0.migrationText) })
 
     /// Key of the advisory lock every `siwa-jobs migrate` takes ("SIWAJOB"), unchanged since the

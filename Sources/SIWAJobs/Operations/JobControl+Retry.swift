@@ -53,7 +53,11 @@ extension JobControl {
                         DELETE FROM siwa.results r USING picked p WHERE r.job_id = \(id) AND r.item_id = p.id RETURNING r.*
                     ),
                     kept AS (
-                        INSERT INTO siwa.result_history SELECT m.* FROM moved m
+                        INSERT INTO siwa.result_history (item_id, job_id, account_id, outcome, http_status, apple_error, detail,
+                                                         token_fingerprint, attempt, created_at, kept)
+                        SELECT m.item_id, m.job_id, m.account_id, m.outcome, m.http_status, m.apple_error, m.detail,
+                               m.token_fingerprint, m.attempt, m.created_at, m.kept
+                        FROM moved m
                     ),
                     due AS (
                         UPDATE siwa.job_items i

@@ -65,18 +65,27 @@ extension JobListing {
         }
         let groups = try await pool.query("""
             SELECT outcome, apple_error, count(*)::int AS n, min(created_at) AS first_at, max(created_at) AS last_at,
-                   count(*) FILTER (WHERE created_at > now() - interval '60 seconds')::int AS recent
+                   count(*) FILTER (WHERE created_at > now() - interval '60 seconds')::int AS recent,
+                   count(*) FILTER (WHERE kept)::int AS kept
             FROM siwa.results WHERE job_id = \(id) GROUP BY outcome, apple_error
             """)
-        var errors: [String: Int] = [:], recent = 0
+        var errors: [String: Int] = [:], recent = 0, kept = 0
         for row in groups {
             let n: Int = try row.decode("n")
+            kept += try row.decode("kept", as: Int.self)
             detail.outcomes[try row.decode("outcome"), default: 0] += n
             if let code = try row.decode("apple_error", as: String?.self) { errors[code, default: 0] += n }
             recent += try row.decode("recent", as: Int.self)
             let first: Date = try row.decode("first_at"), last: Date = try row.decode("last_at")
             detail.firstResultAt = min(detail.firstResultAt ?? first, first)
             detail.lastResultAt = max(detail.lastResultAt ?? last, last)
+        }
+        // A succeeded range item that kept its row (`KindWrites.keepsSucceededRangeItems`) reads
+        // running above; its result says it succeeded.
+        if kept > 0 {
+            detail.itemStates["running", default: 0] -= kept
+            detail.itemStates["succeeded", default: 0] += kept
+            if detail.itemStates["running"] == 0 { detail.itemStates["running"] = nil }
         }
         detail.topAppleErrors = Self.top(errors)
         if recent > 0 { detail.recentRate = Double(recent) / 60 }

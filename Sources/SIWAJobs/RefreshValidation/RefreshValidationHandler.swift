@@ -42,7 +42,9 @@ public struct RefreshValidationHandler: JobHandler {
           AND NOT (d.outcome = 'invalid' AND \(SafetyStopSQL.judging))
         """)] + safetyStop.deciding)
 
-    public var writes: KindWrites { .appleCalls(effect: Self.effect) }
+    /// A succeeded validation keeps its planned row: its result is the record (one row write fewer
+    /// per item; nothing of this kind reads a finished item's state).
+    public var writes: KindWrites { .appleCalls(effect: Self.effect, keepsSucceededRangeItems: true) }
 
     public func prepare(_ items: [ClaimedItem], of job: JobRecord) async throws -> [@Sendable () async -> ItemOutcome] {
         try await StoredTokens.prepare(items, of: job, registry: registry, pool: pool, keyring: keyring, operation: Self.validate)

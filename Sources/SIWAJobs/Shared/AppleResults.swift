@@ -32,8 +32,9 @@ extension ResultRecord {
 
 extension KindWrites {
     /// The writes of a kind that calls Apple with stored tokens: the `apple_error` and
-    /// `token_fingerprint` columns, and the kind's effect.
-    static func appleCalls(effect: CompletionEffect?) -> KindWrites {
-        KindWrites(resultColumns: [.appleError, .tokenFingerprint], effect: effect)
+    /// `token_fingerprint` columns, the kind's effect, and whether its succeeded range items keep
+    /// their row (`KindWrites.keepsSucceededRangeItems`).
+    static func appleCalls(effect: CompletionEffect?, keepsSucceededRangeItems: Bool = false) -> KindWrites {
+        KindWrites(resultColumns: [.appleError, .tokenFingerprint], effect: effect, keepsSucceededRangeItems: keepsSucceededRangeItems)
     }
 }
