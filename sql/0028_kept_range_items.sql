@@ -4,14 +4,14 @@
 -- A kind that opts in (`KindWrites.keepsSucceededRangeItems`: the refresh validation) no longer
 -- rewrites an item claimed by range when it succeeds with a result: the row stays as planned
 -- (available, not singly, attempt 0, at or below its job's claim cursor) and its result row,
--- marked `kept`, is the record that it ended. The row's update had been about a fifth of the
+-- marked `kept`, is the record that it ended. The row's update was about a fifth of the
 -- completion statement's execution and one WAL record per item.
 --
 -- What reads item states knows it:
--- * a range item with a result row is finished (`ItemCounts`, the rescue: a kept item is never
---   handed back);
--- * `job_progress` and `summarize_job` count kept results as succeeded items, not running or
---   available ones;
+-- * a range lease counts its kept items (`item_leases.kept`, below), so its unfinished items are
+--   those still available and not singly, less that count (`ItemCounts`); the rescue hands back
+--   only items without a result row;
+-- * `job_progress` and `summarize_job` count kept results as succeeded items, not running ones;
 -- * `job retry` picks failed and discarded items only, never a kept (succeeded) one; `cancel`
 --   touches items past the cursor only.
 -- Results written before this migration read `kept` false, as their items were written.

@@ -21,7 +21,8 @@ import Testing
         #expect(run.stdout.contains(cause), "\(output)")
         #expect(run.stdout.contains("SIWA_CA_FILE"), "the reason says what to fix: \(output)")
         let untouched: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job) AND state = 'available' AND attempt = 0
+            SELECT count(*)::int FROM siwa.job_items i WHERE job_id = \(job) AND state = 'available' AND attempt = 0
+                AND NOT EXISTS (SELECT FROM siwa.results r WHERE r.job_id = i.job_id AND r.item_id = i.id)
             """)
         #expect(untouched == Self.accounts, "every item uncharged and runnable")
         let results: Int = try await world.database.scalar("SELECT count(*)::int FROM siwa.results")

@@ -32,7 +32,7 @@ import Testing
         #expect(status == 0, "\(worker.stdout) \(worker.stderr.suffix(2000))")
         #expect(worker.stdout.contains("succeeded=3000 failed=0 discarded=0 "), "\(worker.stdout)")
         let failed: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state <> 'succeeded'
+            SELECT (items - succeeded)::int FROM siwa.job_progress WHERE job_id = \(job.jobID)
             """)
         #expect(failed == 0)
         let refusedAudit: Int = try await world.database.scalar("""

@@ -90,7 +90,7 @@ import Testing
         #expect(try await results(world) == 200)
         try await world.database.pool.execute("""
             UPDATE siwa.job_items SET run_at = now() WHERE id IN (SELECT id FROM siwa.job_items WHERE job_id = 1
-                                                                  AND state = 'available' ORDER BY id LIMIT 50)
+                                                                  AND state = 'available' AND claim_singly ORDER BY id LIMIT 50)
             """)
         let second = try await shell.run(command)
         #expect(second.status == 75 && second.stderr.isEmpty, "\(second.stderr)")

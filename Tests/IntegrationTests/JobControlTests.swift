@@ -39,7 +39,7 @@ import Testing
         let answer = try Self.json(retry.stdout)
         #expect(answer["items"] as? Int == 5 && answer["reopened"] as? Bool == true, "\(retry.stdout)")
         let due = try await world.database.pool.query("""
-            SELECT id, attempt FROM siwa.job_items WHERE job_id = \(job) AND state = 'available' ORDER BY id
+            SELECT id, attempt FROM siwa.job_items WHERE job_id = \(job) AND state = 'available' AND claim_singly ORDER BY id
             """)
         #expect(try due.map { try $0.decode("id", as: Int64.self) } == discarded, "exactly the discarded items are due")
         #expect(try due.allSatisfy { try $0.decode("attempt", as: Int.self) == 0 }, "with fresh attempts")

@@ -33,7 +33,8 @@ import Testing
         #expect((refused.stdout + refused.stderr).contains("has mode 0640, so group or others may access it: chmod 600 it"),
                 "\(refused.stdout) \(refused.stderr.suffix(1500))")
         let charged: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND (attempt > 0 OR state <> 'available')
+            SELECT ((SELECT count(*) FROM siwa.job_items WHERE job_id = \(job.jobID) AND (attempt > 0 OR state <> 'available'))
+                    + (SELECT count(*) FROM siwa.results WHERE job_id = \(job.jobID)))::int
             """)
         #expect(charged == 0)
 

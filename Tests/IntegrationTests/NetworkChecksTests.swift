@@ -18,7 +18,8 @@ import Testing
         #expect((run.stdout + run.stderr).contains("SIWA_APPLE_BASE_URL '\(url)' is plain http to a host that is not a loopback"),
                 "\(run.stdout) \(run.stderr.suffix(1500))")
         let charged: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND (attempt > 0 OR state <> 'available')
+            SELECT ((SELECT count(*) FROM siwa.job_items WHERE job_id = \(job.jobID) AND (attempt > 0 OR state <> 'available'))
+                    + (SELECT count(*) FROM siwa.results WHERE job_id = \(job.jobID)))::int
             """)
         #expect(charged == 0)
         let doctor = try await BinaryProcess.run(["doctor"], environment: env)
@@ -42,7 +43,7 @@ import Testing
         let run = try await BinaryProcess.run(["work", "--drain"], environment: env)
         #expect(run.status == 0, "\(run.stdout) \(run.stderr.suffix(1500))")
         let succeeded: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'succeeded'
+            SELECT succeeded::int FROM siwa.job_progress WHERE job_id = \(job.jobID)
             """)
         #expect(succeeded == 30)
         #expect(proxy.accepted == 0, "the proxy carried \(proxy.accepted) loopback connections")

@@ -14,11 +14,12 @@ import Testing
         return env
     }
 
-    /// Items of `job` that are not available with attempt 0 (state, attempt).
+    /// Items of `job` that are not available with attempt 0 (state, attempt), or have a result (a
+    /// succeeded range item keeps its row).
     static func spent(_ world: SIWAWorld, job: Int64) async throws -> Int {
         try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job) AND (state <> 'available' OR attempt <> 0
-                OR first_attempt_at IS NOT NULL)
+            SELECT count(*)::int FROM siwa.job_items i WHERE job_id = \(job) AND (state <> 'available' OR attempt <> 0
+                OR first_attempt_at IS NOT NULL OR EXISTS (SELECT FROM siwa.results r WHERE r.job_id = i.job_id AND r.item_id = i.id))
             """)
     }
 

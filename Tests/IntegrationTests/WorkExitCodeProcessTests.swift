@@ -64,12 +64,12 @@ import Testing
         #expect(status == 75, "\(worker.stdout) \(worker.stderr.suffix(1500))")
         #expect(worker.stdout.contains("stopped before the work was done"), "\(worker.stdout)")
         let left: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state IN ('available', 'running')
+            SELECT (available + running)::int FROM siwa.job_progress WHERE job_id = \(job.jobID)
             """)
         #expect(left > 0)
         // The counts printed are what the database holds.
         let succeeded: Int = try await world.database.scalar("""
-            SELECT count(*)::int FROM siwa.job_items WHERE job_id = \(job.jobID) AND state = 'succeeded'
+            SELECT succeeded::int FROM siwa.job_progress WHERE job_id = \(job.jobID)
             """)
         #expect(worker.stdout.contains("succeeded=\(succeeded) "), "\(worker.stdout) vs \(succeeded) in the database")
         await world.tearDown()
