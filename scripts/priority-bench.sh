@@ -65,7 +65,8 @@ start=$(date +%s.%N)
 "$bin" work --drain --concurrency "$CONCURRENCY" --stats > "$work/worker.out" 2> "$work/worker.log" &
 worker=$!
 pids+=("$worker")
-done_items() { q "SELECT count(*) FROM siwa.job_items WHERE job_id = $1 AND state IN ('succeeded', 'failed', 'discarded')"; }
+# job_progress: a validation's succeeded range items keep their row (sql/0028_kept_range_items.sql).
+done_items() { q "SELECT succeeded + failed + discarded FROM siwa.job_progress WHERE job_id = $1"; }
 tenth=$(( ACCOUNTS / 10 ))
 until [ "$(done_items "$validation")" -ge "$tenth" ]; do
   kill -0 "$worker" 2>/dev/null || { echo "the worker exited early" >&2; tail -n 5 "$work/worker.log" >&2; exit 1; }
@@ -102,8 +103,8 @@ q "SELECT format('notifications: %s posted, %s applied; POST-to-applied p50 %s s
 q "WITH s AS (SELECT max(finished_at) AS t, count(*) FILTER (WHERE state = 'succeeded') AS ok, count(*) AS n
              FROM siwa.job_items WHERE job_id = $sweep)
    SELECT format('sweep: %s of %s items succeeded; the validation was %s%% done when the sweep finished (target < 50%%)',
-                 s.ok, s.n, round(100.0 * (SELECT count(*) FROM siwa.job_items v WHERE v.job_id = $validation
-                                            AND v.finished_at <= s.t) / $ACCOUNTS, 1))
+                 s.ok, s.n, round(100.0 * (SELECT count(*) FROM siwa.results v WHERE v.job_id = $validation
+                                            AND v.created_at <= s.t) / $ACCOUNTS, 1))
    FROM s"
 
 echo "== 2. fair share: $LARGE and $SMALL no-op items of equal priority, enqueued together"

@@ -59,7 +59,8 @@ start=$(date +%s.%N)
 "$bin" work --concurrency "$CONCURRENCY" --pool-size 8 --stats > "$work/worker.out" 2> "$work/worker.log" &
 worker=$!
 pids+=("$worker")
-done_items() { q "SELECT count(*) FROM siwa.job_items WHERE job_id = $validation AND state IN ('succeeded', 'failed', 'discarded')"; }
+# job_progress: a validation's succeeded range items keep their row (sql/0028_kept_range_items.sql).
+done_items() { q "SELECT succeeded + failed + discarded FROM siwa.job_progress WHERE job_id = $validation"; }
 until [ "$(done_items)" -ge $(( ACCOUNTS / 20 )) ]; do
   kill -0 "$worker" 2>/dev/null || { echo "the worker exited early" >&2; tail -n 5 "$work/worker.log" >&2; exit 1; }
   sleep 0.2
