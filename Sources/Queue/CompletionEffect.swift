@@ -35,8 +35,8 @@ public struct KindWrites: Sendable {
 ///   `item_id bigint`, `job_id bigint`, `account_id bigint` (NULL for payload items),
 ///   `attempt int`, `state text` (an `ItemState`: `succeeded`, `failed` or `discarded` for
 ///   finished items, `available` for retries and releases), `outcome text` (the result's outcome,
-///   NULL without a result) and `effect jsonb` (the item's `EffectPayload` as a JSON object, NULL
-///   without one);
+///   NULL without a result), `effect jsonb` (the item's `EffectPayload` as a JSON object, NULL
+///   without one) and `kept bool` (true when the item kept its row: `keepsSucceededRangeItems`);
 /// - it may read the steps before it by name;
 /// - it is constant text: no bind parameters, never built from input.
 /// The steps run in the order given; their names are lower-case, unique, and not one of
