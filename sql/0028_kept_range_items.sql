@@ -58,40 +58,36 @@ CROSS JOIN LATERAL (
            max(created_at)                                   AS last_result_at
     FROM siwa.results WHERE job_id = j.id) r;
 
--- A job's summary counts its kept items as succeeded (their rows still read available).
-CREATE OR REPLACE FUNCTION siwa.summarize_job(p_job bigint) RETURNS void
+-- A job's summary counts its kept items as succeeded (their rows still read available). The
+-- function that writes it is kept under a new name and wrapped, as 0027 wraps its own (a migration
+-- is history and cannot share a body with 0018); the wrapper moves the kept items' count from
+-- available to succeeded in the summary it just wrote.
+ALTER FUNCTION siwa.summarize_job(bigint) RENAME TO summarize_job_rows;
+
+CREATE FUNCTION siwa.summarize_job(p_job bigint) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    n_items bigint; states jsonb; n_retried bigint; n_kept bigint;
-    outs jsonb; errs jsonb; first_at timestamptz; last_at timestamptz;
+    n_kept bigint;
 BEGIN
+    PERFORM siwa.summarize_job_rows(p_job);
     SELECT count(*) INTO n_kept FROM siwa.results WHERE job_id = p_job AND kept;
-    SELECT COALESCE(sum(n), 0), COALESCE(jsonb_object_agg(state, n), '{}'), COALESCE(sum(r), 0)
-    INTO n_items, states, n_retried
-    FROM (SELECT state, sum(n) AS n, sum(r) AS r
-          FROM (SELECT state, count(*) AS n, count(*) FILTER (WHERE attempt > 1) AS r
-                FROM siwa.job_items WHERE job_id = p_job GROUP BY state
-                UNION ALL SELECT 'available', -n_kept, 0
-                UNION ALL SELECT 'succeeded', n_kept, 0) c
-          GROUP BY state HAVING sum(n) <> 0) s;
-    WITH g AS (SELECT outcome, apple_error, count(*) AS n, min(created_at) AS f, max(created_at) AS l
-               FROM siwa.results WHERE job_id = p_job GROUP BY outcome, apple_error)
-    SELECT (SELECT COALESCE(jsonb_object_agg(outcome, n), '{}') FROM (SELECT outcome, sum(n) AS n FROM g GROUP BY outcome) a),
-           (SELECT COALESCE(jsonb_object_agg(apple_error, n), '{}')
-            FROM (SELECT apple_error, sum(n) AS n FROM g WHERE apple_error IS NOT NULL GROUP BY apple_error) b),
-           (SELECT min(f) FROM g), (SELECT max(l) FROM g)
-    INTO outs, errs, first_at, last_at;
-    INSERT INTO siwa.job_summaries AS js (job_id, kind, state, priority, created_at, finished_at, items, item_states,
-                                          outcomes, apple_errors, retried, first_result_at, last_result_at)
-    SELECT j.id, j.kind, j.state, j.priority, j.created_at, j.finished_at, n_items, states, outs, errs, n_retried,
-           first_at, last_at
-    FROM siwa.jobs j WHERE j.id = p_job
-    ON CONFLICT (job_id) DO UPDATE
-    SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at, items = EXCLUDED.items,
-        item_states = EXCLUDED.item_states, outcomes = EXCLUDED.outcomes, apple_errors = EXCLUDED.apple_errors,
-        retried = EXCLUDED.retried, first_result_at = EXCLUDED.first_result_at,
-        last_result_at = EXCLUDED.last_result_at, summarized_at = now()
-    WHERE js.pruned_at IS NULL;
+    IF n_kept > 0 THEN
+        UPDATE siwa.job_summaries s
+        SET item_states = (SELECT COALESCE(jsonb_object_agg(key, n), '{}')
+                           FROM (SELECT key, sum(n) AS n
+                                 FROM (SELECT key, value::bigint AS n FROM jsonb_each_text(s.item_states)
+                                       UNION ALL SELECT 'available', -n_kept
+                                       UNION ALL SELECT 'succeeded', n_kept) c
+                                 GROUP BY key HAVING sum(n) <> 0) a)
+        WHERE s.job_id = p_job AND s.pruned_at IS NULL;
+    END IF;
+END $$;
+REVOKE EXECUTE ON FUNCTION siwa.summarize_job(bigint) FROM PUBLIC;
+DO $$
+BEGIN
+    GRANT EXECUTE ON FUNCTION siwa.summarize_job(bigint) TO siwa_worker, siwa_receiver;
+EXCEPTION WHEN undefined_object OR insufficient_privilege THEN
+    RAISE NOTICE 'siwa roles missing: grant EXECUTE on siwa.summarize_job by hand';
 END $$;
 
 -- A range lease counts its kept items, so its unfinished ones are counted without looking up

@@ -48,7 +48,8 @@ public protocol JobStore: Sendable {
     /// completion of an item beside the one of its newer attempt).
     func complete(_ completions: [Completion], owner: String, writes: KindWrites) async throws -> [Int64: Int]
     /// Extends the leases `owner` holds on `itemIDs` to `lease` from now, skipping (never waiting
-    /// for) items a completion is writing at that moment. Returns how many were extended.
+    /// for) singly items a completion is writing at that moment; a range lease a completion of
+    /// kept items holds is waited for. Returns how many were extended.
     func extendLeases(owner: String, itemIDs: [Int64], lease: Duration) async throws -> Int
     /// Expired leases back to available, or discarded with a result row when the attempt that was
     /// running was the last and the item's first attempt is older than `retryBudget`. Leases of

@@ -8,8 +8,9 @@ extension PostgresJobStore {
     /// was claimed). Compare-and-set on the lease, so an item completed meanwhile is untouched;
     /// `sparing`'s leases are skipped. Range leases with nothing left unfinished are deleted,
     /// whoever holds them. Three steps, each on its own: singly leases, range leases (two
-    /// statements in one transaction), the finished ranges; none waits for a lock. The last two run without JIT (`withoutJIT`): their
-    /// per-lease probes make PostgreSQL's estimate large enough to compile them on every run.
+    /// statements in one transaction), the finished ranges; none waits for a lock. The last two
+    /// run without JIT (`withoutJIT`): their per-lease probes make PostgreSQL's estimate large
+    /// enough to compile them on every run.
     public func rescueExpired(limit: Int, sparing: String?, retryBudget: Duration) async throws -> RescueReport {
         let budgetSeconds = retryBudget.seconds
         return try await pool.withConnection { conn in
@@ -71,8 +72,8 @@ extension PostgresJobStore {
     }
 
     /// Expired range leases, oldest first, locked `FOR UPDATE SKIP LOCKED`: a lease a completion
-    /// holds `FOR KEY SHARE` right now (its kept items, `KindWrites.keepsSucceededRangeItems`) is
-    /// left for the next rescue.
+    /// holds `FOR NO KEY UPDATE` right now (its kept items, `KindWrites.keepsSucceededRangeItems`)
+    /// is left for the next rescue.
     static func expiredRanges(limit: Int, sparing: String?) -> SQL {
         """
         SELECT id FROM siwa.item_leases
